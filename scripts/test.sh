@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Sets up (scripts/setup.sh), then runs every test: the C++ unit tests of the runtime and
+# kernel layers (GoogleTest via ctest) and the Python suite (pytest), all under the Khronos
+# validation layer (TORCH_VK_VALIDATION=1): any validation error fails the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+
+export TORCH_VK_VALIDATION=1
+export TORCH_VK_CACHE_DIR="${TORCH_VK_CACHE_DIR:-$PWD/.cache/torch_vk}"
+VPY=.venv/bin/python
+
+echo "== C++ tests"
+cmake -S . -B build/cpp-tests -G Ninja -DTVK_BUILD_TORCH=OFF -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build/cpp-tests -j2
+(cd build/cpp-tests && ctest --output-on-failure -j2)
+
+echo "== Python tests"
+"$VPY" -m pytest tests/python -q -p no:cacheprovider

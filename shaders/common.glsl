@@ -1,0 +1,281 @@
+// Shared by every torch-vk compute shader: extensions, the storage dtype codes, and typed
+// load/store helpers over buffer device addresses.
+//
+// Contract (the ABI between shaders and src/kernels):
+//   * Memory is addressed by 64-bit buffer device addresses (GL_EXT_buffer_reference); there
+//     are no descriptor sets. An element is at `base + index * dtype_size` where `index` is a
+//     signed 32-bit element offset (strides may be negative).
+//   * Only storage-level 8/16-bit access is used (storageBuffer8BitAccess /
+//     storageBuffer16BitAccess): 8/16-bit values are loaded/stored and converted to 32-bit
+//     immediately. No shaderInt8/shaderInt16/shaderFloat16 arithmetic is required. float16 and
+//     bfloat16 are handled as raw uint16 bits with integer code (exact, portable, round to
+//     nearest even on store, independent of the device's denormal/rounding modes).
+//   * shaderInt64 is required (int64 tensors, 64-bit addresses). double appears only when the
+//     includer defines TVK_FLOAT64 1 (those variants are used only on devices with
+//     shaderFloat64).
+//   * Conversions are C-style like PyTorch: float -> integer truncates toward zero (narrow
+//     integer types wrap through int32), any -> bool is (value != 0) (NaN -> true).
+//   * The `dt` argument of every helper is uniform (a push constant or a specialization
+//     constant), so the switch never diverges inside a subgroup.
+#ifndef TVK_COMMON_GLSL
+#define TVK_COMMON_GLSL
+
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_EXT_shader_8bit_storage : require
+#extension GL_EXT_shader_16bit_storage : require
+
+#ifndef TVK_FLOAT64
+#define TVK_FLOAT64 0
+#endif
+
+// Storage dtype codes: identical to tvk::kernels::DType.
+#define DT_BOOL 0
+#define DT_UINT8 1
+#define DT_INT8 2
+#define DT_INT16 3
+#define DT_INT32 4
+#define DT_INT64 5
+#define DT_FLOAT16 6
+#define DT_BFLOAT16 7
+#define DT_FLOAT32 8
+#define DT_FLOAT64 9
+
+// One scalar per reference; the address is computed explicitly so that negative offsets are
+// plain pointer arithmetic rather than out-of-range array indices.
+layout(buffer_reference, std430, buffer_reference_align = 1) buffer RefU8 { uint8_t v; };
+layout(buffer_reference, std430, buffer_reference_align = 1) buffer RefI8 { int8_t v; };
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer RefU16 { uint16_t v; };
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer RefI16 { int16_t v; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer RefI32 { int v; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer RefF32 { float v; };
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer RefI64 { int64_t v; };
+#if TVK_FLOAT64
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer RefF64 { double v; };
+#endif
+
+// Byte address of element `index` of an array of `1 << log2size`-byte elements at `base`.
+uint64_t tvk_elem_addr(uint64_t base, int index, int log2size) {
+  return base + uint64_t(int64_t(index) << log2size);
+}
+
+// ---- float16 / bfloat16 bit conversions (integer-only, exact) ----
+float tvk_half_to_float(uint h) {
+  uint sign = (h & 0x8000u) << 16;
+  uint e = (h >> 10) & 0x1fu;
+  uint m = h & 0x3ffu;
+  if (e == 0x1fu) return uintBitsToFloat(sign | 0x7f800000u | (m << 13));  // inf / NaN
+  if (e != 0u) return uintBitsToFloat(sign | ((e + 112u) << 23) | (m << 13));
+  // zero or subnormal: m * 2^-24 is exact in fp32
+  float r = float(m) * 5.9604644775390625e-8;
+  return sign != 0u ? -r : r;
+}
+
+// Round to nearest even; overflow -> inf; NaN -> quiet NaN with the sign kept (as c10::Half).
+uint tvk_float_to_half(float f) {
+  uint x = floatBitsToUint(f);
+  uint sign = (x >> 16) & 0x8000u;
+  uint ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return sign | 0x7e00u;
+  if (ax >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 rounds to inf (and inf itself)
+  if (ax >= 0x38800000u) {                        // normal half (>= 2^-14)
+    uint r = ax - 0x38000000u;                    // rebias exponent 127 -> 15
+    r += 0x0fffu + ((r >> 13) & 1u);              // round the 13 dropped bits to nearest even
+    return sign | (r >> 13);
+  }
+  if (ax < 0x33000000u) return sign;              // < 2^-25 (2^-25 itself ties to even: 0)
+  uint e = ax >> 23;                              // 102..112: subnormal half
+  uint m = (ax & 0x7fffffu) | 0x800000u;
+  uint shift = 126u - e;                          // value / 2^-24 = m >> shift
+  uint q = m >> shift;
+  uint rem = m & ((1u << shift) - 1u);
+  uint halfway = 1u << (shift - 1u);
+  if (rem > halfway || (rem == halfway && (q & 1u) != 0u)) q += 1u;
+  return sign | q;
+}
+
+float tvk_bf16_to_float(uint h) { return uintBitsToFloat(h << 16); }
+
+// Round to nearest even; NaN -> 0x7fc0 (as c10::BFloat16).
+uint tvk_float_to_bf16(float f) {
+  uint x = floatBitsToUint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;
+  return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+}
+
+// ---- loads: storage dtype -> compute type ----
+float load_f32(uint64_t base, int dt, int i) {
+  switch (dt) {
+    case DT_BOOL: return uint(RefU8(tvk_elem_addr(base, i, 0)).v) != 0u ? 1.0 : 0.0;
+    case DT_UINT8: return float(uint(RefU8(tvk_elem_addr(base, i, 0)).v));
+    case DT_INT8: return float(int(RefI8(tvk_elem_addr(base, i, 0)).v));
+    case DT_INT16: return float(int(RefI16(tvk_elem_addr(base, i, 1)).v));
+    case DT_INT32: return float(RefI32(tvk_elem_addr(base, i, 2)).v);
+    case DT_INT64: return float(RefI64(tvk_elem_addr(base, i, 3)).v);
+    case DT_FLOAT16: return tvk_half_to_float(uint(RefU16(tvk_elem_addr(base, i, 1)).v));
+    case DT_BFLOAT16: return tvk_bf16_to_float(uint(RefU16(tvk_elem_addr(base, i, 1)).v));
+#if TVK_FLOAT64
+    case DT_FLOAT64: return float(RefF64(tvk_elem_addr(base, i, 3)).v);
+#endif
+    default: return RefF32(tvk_elem_addr(base, i, 2)).v;
+  }
+}
+
+int load_i32(uint64_t base, int dt, int i) {
+  switch (dt) {
+    case DT_BOOL: return uint(RefU8(tvk_elem_addr(base, i, 0)).v) != 0u ? 1 : 0;
+    case DT_UINT8: return int(uint(RefU8(tvk_elem_addr(base, i, 0)).v));
+    case DT_INT8: return int(RefI8(tvk_elem_addr(base, i, 0)).v);
+    case DT_INT16: return int(RefI16(tvk_elem_addr(base, i, 1)).v);
+    case DT_INT64: return int(RefI64(tvk_elem_addr(base, i, 3)).v);
+    case DT_FLOAT16: return int(tvk_half_to_float(uint(RefU16(tvk_elem_addr(base, i, 1)).v)));
+    case DT_BFLOAT16: return int(tvk_bf16_to_float(uint(RefU16(tvk_elem_addr(base, i, 1)).v)));
+    case DT_FLOAT32: return int(RefF32(tvk_elem_addr(base, i, 2)).v);
+#if TVK_FLOAT64
+    case DT_FLOAT64: return int(RefF64(tvk_elem_addr(base, i, 3)).v);
+#endif
+    default: return RefI32(tvk_elem_addr(base, i, 2)).v;
+  }
+}
+
+int64_t load_i64(uint64_t base, int dt, int i) {
+  switch (dt) {
+    case DT_BOOL: return uint(RefU8(tvk_elem_addr(base, i, 0)).v) != 0u ? 1l : 0l;
+    case DT_UINT8: return int64_t(uint(RefU8(tvk_elem_addr(base, i, 0)).v));
+    case DT_INT8: return int64_t(int(RefI8(tvk_elem_addr(base, i, 0)).v));
+    case DT_INT16: return int64_t(int(RefI16(tvk_elem_addr(base, i, 1)).v));
+    case DT_INT32: return int64_t(RefI32(tvk_elem_addr(base, i, 2)).v);
+    case DT_FLOAT16: return int64_t(tvk_half_to_float(uint(RefU16(tvk_elem_addr(base, i, 1)).v)));
+    case DT_BFLOAT16: return int64_t(tvk_bf16_to_float(uint(RefU16(tvk_elem_addr(base, i, 1)).v)));
+    case DT_FLOAT32: return int64_t(RefF32(tvk_elem_addr(base, i, 2)).v);
+#if TVK_FLOAT64
+    case DT_FLOAT64: return int64_t(RefF64(tvk_elem_addr(base, i, 3)).v);
+#endif
+    default: return RefI64(tvk_elem_addr(base, i, 3)).v;
+  }
+}
+
+#if TVK_FLOAT64
+double load_f64(uint64_t base, int dt, int i) {
+  switch (dt) {
+    case DT_BOOL: return uint(RefU8(tvk_elem_addr(base, i, 0)).v) != 0u ? 1.0lf : 0.0lf;
+    case DT_UINT8: return double(uint(RefU8(tvk_elem_addr(base, i, 0)).v));
+    case DT_INT8: return double(int(RefI8(tvk_elem_addr(base, i, 0)).v));
+    case DT_INT16: return double(int(RefI16(tvk_elem_addr(base, i, 1)).v));
+    case DT_INT32: return double(RefI32(tvk_elem_addr(base, i, 2)).v);
+    case DT_INT64: return double(RefI64(tvk_elem_addr(base, i, 3)).v);
+    case DT_FLOAT16: return double(tvk_half_to_float(uint(RefU16(tvk_elem_addr(base, i, 1)).v)));
+    case DT_BFLOAT16: return double(tvk_bf16_to_float(uint(RefU16(tvk_elem_addr(base, i, 1)).v)));
+    case DT_FLOAT32: return double(RefF32(tvk_elem_addr(base, i, 2)).v);
+    default: return RefF64(tvk_elem_addr(base, i, 3)).v;
+  }
+}
+#endif
+
+// ---- stores: compute type -> storage dtype ----
+// Narrow integer storage wraps like PyTorch's C-style casts (through int32 / int64).
+void store_i32(uint64_t base, int dt, int i, int v) {
+  switch (dt) {
+    case DT_BOOL: RefU8(tvk_elem_addr(base, i, 0)).v = uint8_t(v != 0 ? 1u : 0u); break;
+    case DT_UINT8: RefU8(tvk_elem_addr(base, i, 0)).v = uint8_t(uint(v)); break;
+    case DT_INT8: RefI8(tvk_elem_addr(base, i, 0)).v = int8_t(v); break;
+    case DT_INT16: RefI16(tvk_elem_addr(base, i, 1)).v = int16_t(v); break;
+    case DT_INT64: RefI64(tvk_elem_addr(base, i, 3)).v = int64_t(v); break;
+    case DT_FLOAT16: RefU16(tvk_elem_addr(base, i, 1)).v = uint16_t(tvk_float_to_half(float(v))); break;
+    case DT_BFLOAT16: RefU16(tvk_elem_addr(base, i, 1)).v = uint16_t(tvk_float_to_bf16(float(v))); break;
+    case DT_FLOAT32: RefF32(tvk_elem_addr(base, i, 2)).v = float(v); break;
+#if TVK_FLOAT64
+    case DT_FLOAT64: RefF64(tvk_elem_addr(base, i, 3)).v = double(v); break;
+#endif
+    default: RefI32(tvk_elem_addr(base, i, 2)).v = v; break;
+  }
+}
+
+void store_i64(uint64_t base, int dt, int i, int64_t v) {
+  switch (dt) {
+    case DT_BOOL: RefU8(tvk_elem_addr(base, i, 0)).v = uint8_t(v != 0l ? 1u : 0u); break;
+    case DT_UINT8: RefU8(tvk_elem_addr(base, i, 0)).v = uint8_t(uint(v)); break;
+    case DT_INT8: RefI8(tvk_elem_addr(base, i, 0)).v = int8_t(int(v)); break;
+    case DT_INT16: RefI16(tvk_elem_addr(base, i, 1)).v = int16_t(int(v)); break;
+    case DT_INT32: RefI32(tvk_elem_addr(base, i, 2)).v = int(v); break;
+    case DT_FLOAT16: RefU16(tvk_elem_addr(base, i, 1)).v = uint16_t(tvk_float_to_half(float(v))); break;
+    case DT_BFLOAT16: RefU16(tvk_elem_addr(base, i, 1)).v = uint16_t(tvk_float_to_bf16(float(v))); break;
+    case DT_FLOAT32: RefF32(tvk_elem_addr(base, i, 2)).v = float(v); break;
+#if TVK_FLOAT64
+    case DT_FLOAT64: RefF64(tvk_elem_addr(base, i, 3)).v = double(v); break;
+#endif
+    default: RefI64(tvk_elem_addr(base, i, 3)).v = v; break;
+  }
+}
+
+// float -> integer storage truncates toward zero; narrow types wrap through int32 (values
+// beyond the int32 range are undefined, as in C).
+void store_f32(uint64_t base, int dt, int i, float v) {
+  switch (dt) {
+    case DT_BOOL: RefU8(tvk_elem_addr(base, i, 0)).v = uint8_t(v == 0.0 ? 0u : 1u); break;
+    case DT_UINT8: RefU8(tvk_elem_addr(base, i, 0)).v = uint8_t(uint(int(v))); break;
+    case DT_INT8: RefI8(tvk_elem_addr(base, i, 0)).v = int8_t(int(v)); break;
+    case DT_INT16: RefI16(tvk_elem_addr(base, i, 1)).v = int16_t(int(v)); break;
+    case DT_INT32: RefI32(tvk_elem_addr(base, i, 2)).v = int(v); break;
+    case DT_INT64: RefI64(tvk_elem_addr(base, i, 3)).v = int64_t(v); break;
+    case DT_FLOAT16: RefU16(tvk_elem_addr(base, i, 1)).v = uint16_t(tvk_float_to_half(v)); break;
+    case DT_BFLOAT16: RefU16(tvk_elem_addr(base, i, 1)).v = uint16_t(tvk_float_to_bf16(v)); break;
+#if TVK_FLOAT64
+    case DT_FLOAT64: RefF64(tvk_elem_addr(base, i, 3)).v = double(v); break;
+#endif
+    default: RefF32(tvk_elem_addr(base, i, 2)).v = v; break;
+  }
+}
+
+#if TVK_FLOAT64
+void store_f64(uint64_t base, int dt, int i, double v) {
+  switch (dt) {
+    case DT_BOOL: RefU8(tvk_elem_addr(base, i, 0)).v = uint8_t(v == 0.0lf ? 0u : 1u); break;
+    case DT_UINT8: RefU8(tvk_elem_addr(base, i, 0)).v = uint8_t(uint(int(v))); break;
+    case DT_INT8: RefI8(tvk_elem_addr(base, i, 0)).v = int8_t(int(v)); break;
+    case DT_INT16: RefI16(tvk_elem_addr(base, i, 1)).v = int16_t(int(v)); break;
+    case DT_INT32: RefI32(tvk_elem_addr(base, i, 2)).v = int(v); break;
+    case DT_INT64: RefI64(tvk_elem_addr(base, i, 3)).v = int64_t(v); break;
+    // double -> float -> half/bf16, as c10::Half(double) does.
+    case DT_FLOAT16: RefU16(tvk_elem_addr(base, i, 1)).v = uint16_t(tvk_float_to_half(float(v))); break;
+    case DT_BFLOAT16: RefU16(tvk_elem_addr(base, i, 1)).v = uint16_t(tvk_float_to_bf16(float(v))); break;
+    case DT_FLOAT32: RefF32(tvk_elem_addr(base, i, 2)).v = float(v); break;
+    default: RefF64(tvk_elem_addr(base, i, 3)).v = v; break;
+  }
+}
+#endif
+
+// ---- compute kinds (ComputeKind codes) ----
+#define KIND_FLOAT32 0
+#define KIND_INT32 1
+#define KIND_INT64 2
+#define KIND_FLOAT64 3
+
+// When the includer defines KIND, T / LOAD_T / STORE_T name the compute type and its helpers.
+#ifdef KIND
+#if KIND == KIND_FLOAT32
+#define T float
+#define LOAD_T load_f32
+#define STORE_T store_f32
+#define T_IS_FLOAT 1
+#elif KIND == KIND_INT32
+#define T int
+#define LOAD_T load_i32
+#define STORE_T store_i32
+#define T_IS_FLOAT 0
+#elif KIND == KIND_INT64
+#define T int64_t
+#define LOAD_T load_i64
+#define STORE_T store_i64
+#define T_IS_FLOAT 0
+#elif KIND == KIND_FLOAT64
+#define T double
+#define LOAD_T load_f64
+#define STORE_T store_f64
+#define T_IS_FLOAT 1
+#else
+#error "unknown KIND"
+#endif
+#endif
+
+#endif  // TVK_COMMON_GLSL

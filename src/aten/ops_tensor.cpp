@@ -1,0 +1,223 @@
+// Tensor basics every "vk" tensor needs: factories, views, resize, set_, scalar read-back,
+// fill. Registered for PrivateUse1.
+#include <ATen/ATen.h>
+#include <ATen/EmptyTensor.h>
+#include <ATen/InferSize.h>
+#include <ATen/TensorIterator.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/view_native.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <cstring>
+
+#include "aten/launch.h"
+#include "aten/vk_common.h"
+#include "runtime/stream.h"
+
+namespace tvk::aten {
+namespace {
+
+constexpr c10::DispatchKeySet kVkKeys(c10::DispatchKey::PrivateUse1);
+
+void check_factory_args(std::optional<c10::Layout> layout, std::optional<bool> pin_memory) {
+  TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided,
+              "torch-vk supports only strided tensors, got layout ", c10::layout_or_default(layout));
+  TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "Only dense CPU tensors can be pinned");
+}
+
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                               std::optional<bool> pin_memory,
+                               std::optional<c10::MemoryFormat> memory_format) {
+  check_factory_args(layout, pin_memory);
+  const auto type = c10::dtype_or_default(dtype);
+  const c10::DeviceGuard guard(c10::device_or_default(device));
+  vk_dtype(type, "empty");
+  return at::detail::empty_generic(size, c10::GetAllocator(c10::DeviceType::PrivateUse1), kVkKeys,
+                                   type, memory_format);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
+                         std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
+                         std::optional<c10::Device> device, std::optional<bool> pin_memory) {
+  check_factory_args(layout, pin_memory);
+  const auto type = c10::dtype_or_default(dtype);
+  const c10::DeviceGuard guard(c10::device_or_default(device));
+  vk_dtype(type, "empty_strided");
+  return at::detail::empty_strided_generic(size, stride,
+                                           c10::GetAllocator(c10::DeviceType::PrivateUse1),
+                                           kVkKeys, type);
+}
+
+at::Tensor as_strided(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride,
+                      std::optional<int64_t> storage_offset) {
+  return at::native::as_strided_tensorimpl(self, size, stride, storage_offset);
+}
+
+at::Tensor view(const at::Tensor& self, c10::IntArrayRef size) {
+  return at::native::view(self, size);
+}
+
+at::Tensor reshape_alias(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride) {
+  return at::native::_reshape_alias(self, size, stride);
+}
+
+// Grows the storage (through the hooks' resizePrivateUse1Bytes: allocate, device copy, swap)
+// when the new shape needs more bytes; never shrinks, like CPU and CUDA.
+void maybe_grow_storage(c10::TensorImpl* impl, size_t needed_bytes) {
+  if (impl->numel() == 0) return;
+  const c10::Storage& storage = impl->unsafe_storage();
+  if (needed_bytes > storage.nbytes()) at::native::resize_bytes_nocuda(storage, needed_bytes);
+}
+
+const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
+                          std::optional<c10::MemoryFormat> memory_format) {
+  for (const auto s : size)
+    TORCH_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", size);
+  c10::TensorImpl* impl = self.unsafeGetTensorImpl();
+  if (impl->sizes() != size) {
+    impl->set_sizes_contiguous(size);
+    const size_t needed = at::detail::computeStorageNbytesContiguous(
+        size, impl->dtype().itemsize(), impl->storage_offset());
+    maybe_grow_storage(impl, needed);
+  }
+  if (memory_format) {
+    TORCH_CHECK(*memory_format != c10::MemoryFormat::Preserve,
+                "Unsupported memory format ", *memory_format);
+    impl->empty_tensor_restride(*memory_format);
+  }
+  return self;
+}
+
+at::Tensor& set_storage(at::Tensor& self, c10::Storage source, int64_t storage_offset,
+                        c10::IntArrayRef size, c10::IntArrayRef stride) {
+  TORCH_CHECK(source.device() == self.device() || !source.data(),
+              "Attempted to set the storage of a tensor on device \"", self.device(),
+              "\" to a storage on different device \"", source.device(), "\".");
+  TORCH_CHECK(storage_offset >= 0, "Tensor: invalid storage offset ", storage_offset);
+  at::native::checkInBoundsForStorage(size, stride, storage_offset, self.dtype(), source);
+  c10::TensorImpl* impl = self.unsafeGetTensorImpl();
+  if (!(impl->storage().is_alias_of(source))) impl->set_storage_keep_dtype(std::move(source));
+  impl->set_storage_offset(storage_offset);
+  if (stride.data() && !stride.empty()) {
+    impl->set_sizes_and_strides(size, stride);
+  } else {
+    impl->set_sizes_contiguous(size);
+  }
+  return self;
+}
+
+at::Tensor& set_source_storage_offset(at::Tensor& self, c10::Storage source,
+                                      int64_t storage_offset, c10::IntArrayRef size,
+                                      c10::IntArrayRef stride) {
+  return set_storage(self, std::move(source), storage_offset, size, stride);
+}
+
+at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source) {
+  const int64_t elements = static_cast<int64_t>(source.nbytes() / self.dtype().itemsize());
+  return set_storage(self, std::move(source), 0, {elements}, {});
+}
+
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source) {
+  if (self.unsafeGetTensorImpl() == source.unsafeGetTensorImpl()) return self;
+  TORCH_CHECK(self.dtype() == source.dtype(), "Could not set tensor of type ", source.dtype(),
+              " to a tensor of type ", self.dtype());
+  return set_storage(self, source.storage(), source.storage_offset(), source.sizes(),
+                     source.strides());
+}
+
+at::Tensor& set_empty(at::Tensor& self) {
+  c10::Storage storage(c10::Storage::use_byte_size_t(), 0,
+                       c10::GetAllocator(c10::DeviceType::PrivateUse1), true);
+  return set_storage(self, std::move(storage), 0, {0}, {});
+}
+
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() > 0, "cannot get item of an empty tensor");
+  const size_t bytes = self.element_size();
+  alignas(16) unsigned char host[16] = {};
+  const uint64_t address = operand(self, "item").address;
+  translate_errors([&] { current_stream(self.device().index()).copy_to_host(address, host, bytes); });
+  at::Scalar result;
+  AT_DISPATCH_V2(self.scalar_type(), "_local_scalar_dense_vk", AT_WRAP([&] {
+    scalar_t value;
+    std::memcpy(&value, host, sizeof(scalar_t));
+    result = at::Scalar(value);
+  }), AT_EXPAND(AT_ALL_TYPES), at::kHalf, at::kBool, at::kBFloat16);
+  return result;
+}
+
+// The bit pattern of `value` stored as `dtype`, widened to 32 bits when the element size
+// divides 4 (so vkCmdFillBuffer can write it); nullopt when it cannot be expressed that way.
+std::optional<uint32_t> fill_pattern(at::ScalarType dtype, const at::Scalar& value) {
+  uint64_t bits = 0;
+  size_t size = 0;
+  AT_DISPATCH_V2(dtype, "fill_vk", AT_WRAP([&] {
+    const scalar_t v = value.to<scalar_t>();
+    std::memcpy(&bits, &v, sizeof(scalar_t));
+    size = sizeof(scalar_t);
+  }), AT_EXPAND(AT_ALL_TYPES), at::kHalf, at::kBool, at::kBFloat16);
+  switch (size) {
+    case 1: return static_cast<uint32_t>(bits & 0xff) * 0x01010101u;
+    case 2: return static_cast<uint32_t>(bits & 0xffff) * 0x00010001u;
+    case 4: return static_cast<uint32_t>(bits);
+    case 8:
+      if ((bits >> 32) == (bits & 0xffffffffu)) return static_cast<uint32_t>(bits);
+      return std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
+  if (self.numel() == 0) return self;
+  const auto pattern = fill_pattern(self.scalar_type(), value);  // also range-checks `value`
+  const uint64_t bytes = self.numel() * self.element_size();
+  const uint64_t address = operand(self, "fill_").address;
+  if (pattern && self.is_contiguous() && address % 4 == 0 && bytes % 4 == 0) {
+    translate_errors([&] { current_stream(self.device().index()).fill(address, bytes, *pattern); });
+    return self;
+  }
+  auto iter = at::TensorIteratorConfig()
+                  .add_output(self)
+                  .resize_outputs(false)
+                  .check_all_same_dtype(false)
+                  .build();
+  launch_elementwise(iter, "fill", compute_kind_for(self.scalar_type()), make_scalars(value));
+  return self;
+}
+
+at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0,
+              "fill_ only supports 0-dimension value tensor but got tensor with ", value.dim(),
+              " dimensions.");
+  if (value.device().is_cpu()) return fill_scalar(self, value.item());
+  self.copy_(value);  // device-side broadcast copy, no host round trip
+  return self;
+}
+
+at::Tensor& zero_(at::Tensor& self) { return fill_scalar(self, 0); }
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
+  m.impl("empty_strided", TORCH_FN(empty_strided));
+  m.impl("as_strided", TORCH_FN(as_strided));
+  m.impl("view", TORCH_FN(view));
+  m.impl("_reshape_alias", TORCH_FN(reshape_alias));
+  m.impl("resize_", TORCH_FN(resize_));
+  m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_source_storage_offset));
+  m.impl("set_.source_Storage", TORCH_FN(set_source_storage));
+  m.impl("set_.source_Tensor", TORCH_FN(set_source_tensor));
+  m.impl("set_", TORCH_FN(set_empty));
+  m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+  m.impl("fill_.Scalar", TORCH_FN(fill_scalar));
+  m.impl("fill_.Tensor", TORCH_FN(fill_tensor));
+  m.impl("zero_", TORCH_FN(zero_));
+}
+
+}  // namespace tvk::aten

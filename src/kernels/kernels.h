@@ -1,0 +1,118 @@
+// L2: compute kernels and their launchers. No torch headers: tensors are described by device
+// addresses, dtype codes and element strides. Every launcher only records work on a stream.
+//
+// Geometry convention (the same as at::TensorIterator): dimension 0 is the fastest-varying;
+// strides are in elements (not bytes) and may be 0 (broadcast) or negative. Operand 0 is the
+// output.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tvk {
+class Stream;
+}
+
+namespace tvk::kernels {
+
+// Storage dtypes. The numeric codes are part of the shader ABI (shaders/common.glsl).
+enum class DType : int32_t {
+  Bool = 0,      // stored as one byte, 0 or 1
+  UInt8 = 1,
+  Int8 = 2,
+  Int16 = 3,
+  Int32 = 4,
+  Int64 = 5,
+  Float16 = 6,
+  BFloat16 = 7,  // stored as 16 bits, computed in fp32
+  Float32 = 8,
+  Float64 = 9,   // only on devices with shaderFloat64
+};
+uint32_t dtype_size(DType dtype);
+const char* dtype_name(DType dtype);
+
+// The type an element-wise kernel computes in. Loads convert from each operand's storage
+// dtype, stores convert to the output's dtype (C-style casts, like PyTorch's CUDA kernels).
+enum class ComputeKind : int32_t {
+  Float32 = 0,  // for float16 / bfloat16 / float32 math (fp32 "opmath")
+  Int32 = 1,    // for bool / uint8 / int8 / int16 / int32 math
+  Int64 = 2,
+  Float64 = 3,
+};
+const char* compute_kind_name(ComputeKind kind);
+
+constexpr int kMaxDims = 8;
+constexpr int kMaxOperands = 4;
+
+struct Operand {
+  uint64_t address = 0;  // device address of the element at index 0 (storage offset applied),
+                         // aligned to dtype_size(dtype)
+  DType dtype = DType::Float32;
+};
+
+struct Geometry {
+  int32_t ndim = 0;                              // 0: a single element
+  int64_t sizes[kMaxDims] = {};
+  int64_t strides[kMaxOperands][kMaxDims] = {};  // element strides per operand
+};
+
+// Scalar arguments of an element-wise op (alpha of add, fill value, ...): s0 and s1 of the op
+// table. The kernel reads `f` (rounded to float) in Float32 kernels, `f` in Float64 kernels
+// and `i` in integer kernels; callers fill both.
+struct Scalars {
+  double f[2] = {0, 0};
+  int64_t i[2] = {0, 0};
+};
+
+// ---- element-wise ----
+// One entry per row of shaders/elementwise_ops.toml.
+struct ElementwiseOpInfo {
+  const char* name;
+  int arity;              // number of tensor inputs (0 for fill)
+  bool bool_result;       // the expression yields a truth value (comparisons)
+  uint32_t compute_kinds; // bit (1 << ComputeKind) set for every kind the op is compiled for
+};
+const ElementwiseOpInfo* find_elementwise_op(std::string_view name);
+const std::vector<ElementwiseOpInfo>& elementwise_ops();
+// The op table's GLSL expression of `op` (an entry of elementwise_ops()) for `kind`, or
+// nullptr when the op is not built for that kind. For run-time generated (fused) kernels.
+const char* elementwise_expression(const ElementwiseOpInfo& op, ComputeKind kind);
+// Text of a shader header embedded at build time ("common.glsl", "math.glsl", "ops.glsl"),
+// empty when unknown. For run-time generated kernels, which #include them.
+std::string_view shader_source(std::string_view file_name);
+
+// Records out = op(inputs...) over `numel` elements. operands[0] is the output,
+// operands[1..arity] the inputs. Each input is converted from its dtype to the compute type,
+// the result is converted to the output dtype (C-style; see shaders/common.glsl). Operands of
+// any dtype may be mixed, except that float64 operands need the Float64 kind. numel == 0
+// records nothing. Throws std::invalid_argument for an unknown op, an op not compiled for
+// `kind`, the Float64 kind on a device without shaderFloat64 ("float64 is not supported on this
+// device (no shaderFloat64)"), more than kMaxDims dims, sizes that do not multiply to numel,
+// numel >= 2^31, or element offsets beyond the 32-bit index range (sum over dims of
+// (size - 1) * |stride| >= 2^31).
+void elementwise(Stream& stream, std::string_view op, ComputeKind kind, int64_t numel,
+                 const Geometry& geometry, const Operand* operands, int num_operands,
+                 const Scalars& scalars = {});
+
+// ---- reductions ----
+enum class ReduceOp : int32_t { Sum = 0, Prod = 1, Max = 2, Min = 3 };
+
+// out[o] = scale * reduce_op over r of in[o, r], accumulated in `acc` (Float32 for
+// float16/bfloat16/float32, Float64, or Int64 for integer inputs; Int32 is accepted and also
+// accumulates in int64). `scale` must be 1 for integer accumulators (mean is for float kinds).
+// An empty reduced space gives the identity (0 for sum, 1 for prod) times scale; max/min of an
+// empty space is the caller's error to report. NaN propagates through max/min.
+// `out_geometry` describes the output index space: strides[0] = output element strides,
+// strides[1] = input element strides for those dims. `reduce_geometry` describes the reduced
+// index space: strides[1] = input element strides (strides[0] unused).
+struct ReduceGeometry {
+  Geometry out;
+  Geometry reduced;
+};
+void reduce(Stream& stream, ReduceOp op, ComputeKind acc, int64_t out_numel,
+            int64_t reduced_numel, const ReduceGeometry& geometry, Operand out, Operand in,
+            double scale = 1.0);
+
+}  // namespace tvk::kernels

@@ -1,0 +1,102 @@
+// L2 private launcher helpers (see launch.h).
+#include "kernels/launch.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace tvk::kernels {
+
+Tuning& tuning() {
+  static Tuning t = [] {
+    Tuning d;
+    // TORCH_VK_DISABLE_DTYPE_SPECIALIZATION=1: one pipeline per shader variant (dtypes read at
+    // run time) instead of one per dtype combination; fewer pipeline compilations.
+    const char* v = std::getenv("TORCH_VK_DISABLE_DTYPE_SPECIALIZATION");
+    if (v && *v && std::string(v) != "0") d.specialize_dtypes = false;
+    return d;
+  }();
+  return t;
+}
+
+void invalid(const char* where, const std::string& message) {
+  throw std::invalid_argument(std::string(where) + ": " + message);
+}
+
+Dims coalesce(const char* where, const Geometry& g, int nstrides, int64_t numel) {
+  if (g.ndim < 0 || g.ndim > kMaxDims)
+    invalid(where, "ndim " + std::to_string(g.ndim) + " is outside 0.." + std::to_string(kMaxDims));
+  if (numel < 0) invalid(where, "negative numel " + std::to_string(numel));
+  int64_t product = 1;
+  bool overflow = false;
+  for (int d = 0; d < g.ndim; ++d) {
+    if (g.sizes[d] < 0) invalid(where, "negative size in dim " + std::to_string(d));
+    overflow |= __builtin_mul_overflow(product, g.sizes[d], &product);
+  }
+  for (int d = 0; d < g.ndim; ++d)
+    if (g.sizes[d] == 0) product = 0, overflow = false;
+  if (overflow) invalid(where, "the geometry has more than 2^63 elements");
+  if (product != numel)
+    invalid(where, "the geometry has " + std::to_string(product) + " elements but numel is " +
+                       std::to_string(numel));
+  Dims out;
+  for (int d = 0; d < g.ndim; ++d) {
+    if (g.sizes[d] == 1) continue;
+    if (out.ndim > 0) {
+      // Merge into the previous (faster) dim when contiguous for every stride array.
+      int p = out.ndim - 1;
+      bool mergeable = true;
+      for (int k = 0; k < nstrides; ++k)
+        if (g.strides[k][d] != out.strides[k][p] * out.sizes[p]) mergeable = false;
+      if (mergeable) {
+        out.sizes[p] *= g.sizes[d];
+        continue;
+      }
+    }
+    out.sizes[out.ndim] = g.sizes[d];
+    for (int k = 0; k < nstrides; ++k) out.strides[k][out.ndim] = g.strides[k][d];
+    ++out.ndim;
+  }
+  return out;
+}
+
+int64_t max_offset(const Dims& d, int k) {
+  constexpr int64_t kSaturated = INT64_MAX / 4;
+  int64_t total = 0;
+  for (int i = 0; i < d.ndim; ++i)
+    if (d.sizes[i] == 0) return 0;  // empty: no element is reachable
+  for (int i = 0; i < d.ndim; ++i) {
+    int64_t s = d.strides[k][i];
+    if (s == INT64_MIN) return kSaturated;
+    s = s < 0 ? -s : s;
+    if (s > kMaxIndex || d.sizes[i] > kMaxIndex) {
+      if (s != 0) return kSaturated;
+      continue;
+    }
+    total += (d.sizes[i] - 1) * s;  // < 2^62
+    if (total > kMaxIndex) return kSaturated;
+  }
+  return total;
+}
+
+void check_offsets(const char* where, const Dims& d, int k, const char* what) {
+  if (max_offset(d, k) > kMaxIndex)
+    invalid(where, std::string(what) +
+                       ": element offsets exceed the 32-bit index range of the kernel (split the "
+                       "tensor or make it contiguous)");
+}
+
+void check_dtype(const char* where, DType dtype, const char* what) {
+  int code = static_cast<int>(dtype);
+  if (code < 0 || code > static_cast<int>(DType::Float64))
+    invalid(where, std::string(what) + ": invalid dtype code " + std::to_string(code));
+}
+
+uint32_t group_count(Stream& stream, int64_t items, uint32_t per_group) {
+  int64_t groups = (items + per_group - 1) / per_group;
+  int64_t cap = std::min<int64_t>(tuning().max_workgroups,
+                                  stream.device().caps().max_workgroup_count[0]);
+  cap = std::max<int64_t>(cap, 1);
+  return static_cast<uint32_t>(std::clamp<int64_t>(groups, 1, cap));
+}
+
+}  // namespace tvk::kernels

@@ -1,0 +1,63 @@
+// L2 private: helpers shared by the launchers (argument checks, dimension coalescing, the
+// 32-bit index range check) and the tuning knobs that tests use to force each code path.
+// Not part of the public kernels.h contract.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/kernels.h"
+#include "runtime/device.h"
+#include "runtime/stream.h"
+
+namespace tvk::kernels {
+
+// Process-wide knobs. Defaults are the production choices; tests flip them to cover every
+// path on one device. Not synchronized: change them only while no kernel is being launched.
+struct Tuning {
+  // Pass operand dtypes as specialization constants (one pipeline per dtype combination, the
+  // dtype switches fold away). false: one pipeline per variant, dtypes read at run time.
+  bool specialize_dtypes = true;
+  uint32_t elementwise_workgroup = 256;
+  uint32_t reduce_workgroup = 128;  // a power of two
+  // Upper bound on workgroups per dispatch (the device limit applies too); small values
+  // exercise the grid-stride loops.
+  uint32_t max_workgroups = 65535;
+  enum class ReduceStrategy { Auto, Workgroup, Thread, Split };
+  ReduceStrategy reduce_strategy = ReduceStrategy::Auto;
+  uint32_t reduce_split_chunk = 4096;  // reduced elements per partial in split mode
+  bool reduce_subgroups = true;        // use the subgroup variants when the device has them
+};
+Tuning& tuning();
+
+// Throws std::invalid_argument("<where>: <message>").
+[[noreturn]] void invalid(const char* where, const std::string& message);
+
+constexpr int64_t kMaxIndex = INT32_MAX;
+
+// A geometry in the launchers' own form: dims with size > 1 only, `nstrides` stride arrays.
+struct Dims {
+  int ndim = 0;
+  int64_t sizes[kMaxDims] = {};
+  int64_t strides[kMaxOperands][kMaxDims] = {};
+};
+
+// Validates ndim and sizes of `g` against `numel`, drops size-1 dims and merges dims that are
+// contiguous in every one of the first `nstrides` stride arrays (dim 0 fastest). Throws when
+// the sizes do not multiply to `numel`.
+Dims coalesce(const char* where, const Geometry& g, int nstrides, int64_t numel);
+
+// Largest reachable |element offset| of stride array `k` (sum of (size - 1) * |stride|),
+// saturated at INT64_MAX / 4.
+int64_t max_offset(const Dims& d, int k);
+
+// Throws unless every offset of stride array `k` fits in int32.
+void check_offsets(const char* where, const Dims& d, int k, const char* what);
+
+void check_dtype(const char* where, DType dtype, const char* what);
+
+// Workgroup count for `items` work items of `per_group` each, capped by the device and Tuning.
+uint32_t group_count(Stream& stream, int64_t items, uint32_t per_group);
+
+}  // namespace tvk::kernels

@@ -1,0 +1,273 @@
+// Launcher of the reduction kernel (shaders/reduce.comp).
+//
+// Strategies (chosen per call, see choose_strategy):
+//   Thread     one thread per output, a serial loop over the reduced elements: small reduced
+//              sizes, or outer reductions where adjacent outputs are adjacent in memory.
+//   Workgroup  one workgroup per output: per-thread strided partials, then a shared-memory tree
+//              (or subgroup arithmetic where the device has it).
+//   Split      few outputs with a large reduced size: pass 1 reduces chunks of each output into
+//              a temporary buffer of accumulators, pass 2 reduces the partials (more
+//              parallelism, shorter serial sums).
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "kernels/launch.h"
+#include "runtime/allocator.h"
+#include "runtime/device.h"
+#include "runtime/pipeline.h"
+#include "runtime/stream.h"
+
+namespace tvk::kernels {
+namespace {
+
+// Mirrors `Push` in shaders/reduce.comp (std430).
+struct ReducePush {
+  uint64_t in_addr;
+  uint64_t out_addr;
+  uint64_t geometry;
+  uint64_t scale_bits;  // double
+  float scale_f;
+  int32_t out_numel;
+  int32_t red_numel;
+  int32_t out_ndim;
+  int32_t red_ndim;
+  int32_t in_dtype;
+  int32_t out_dtype;
+  int32_t split;
+  int32_t chunk;
+  int32_t red_stride0;
+  int32_t out_stride0;
+  int32_t out_in_stride0;
+};
+static_assert(sizeof(ReducePush) == 80);
+static_assert(offsetof(ReducePush, scale_f) == 32);
+static_assert(offsetof(ReducePush, split) == 60);
+static_assert(offsetof(ReducePush, out_in_stride0) == 76);
+
+// Mirrors `ReduceGeometry` in shaders/reduce.comp.
+struct ReduceGeometryBlock {
+  int32_t out_sizes[kMaxDims];
+  int32_t out_strides[kMaxDims];
+  int32_t out_in_strides[kMaxDims];
+  int32_t red_sizes[kMaxDims];
+  int32_t red_strides[kMaxDims];
+};
+static_assert(sizeof(ReduceGeometryBlock) == 160);
+
+constexpr const char* kWhere = "tvk::kernels::reduce";
+constexpr int kModeWorkgroup = 0;
+constexpr int kModeThread = 1;
+
+const char* op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Prod: return "prod";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Min: return "min";
+  }
+  return "?";
+}
+
+// One dispatch of reduce.comp. `out_dims` strides: [0] output, [1] input; `red_dims`
+// strides: [0] input.
+struct Pass {
+  Dims out_dims;
+  Dims red_dims;
+  int64_t out_numel = 0;
+  int64_t red_numel = 0;
+  uint64_t in_addr = 0, out_addr = 0;
+  DType in_dtype = DType::Float32, out_dtype = DType::Float32;
+  double scale = 1.0;
+  int mode = kModeWorkgroup;
+  int64_t split = 1, chunk = 0;
+};
+
+void record(Stream& stream, ReduceOp op, ComputeKind acc, const Pass& p) {
+  const DeviceCapabilities& caps = stream.device().caps();
+  std::string name = std::string("reduce.") + op_name(op) + "." +
+                     (acc == ComputeKind::Float64 ? "float64"
+                      : acc == ComputeKind::Float32 ? "float32"
+                                                    : "int64");
+  if (acc == ComputeKind::Float32 && p.mode == kModeWorkgroup && tuning().reduce_subgroups &&
+      caps.subgroup_basic && caps.subgroup_vote && caps.subgroup_arithmetic)
+    name += ".subgroup";
+  const ShaderBinary* shader = find_shader(name);
+  if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
+
+  ReducePush push{};
+  push.in_addr = p.in_addr;
+  push.out_addr = p.out_addr;
+  std::memcpy(&push.scale_bits, &p.scale, sizeof(double));
+  push.scale_f = static_cast<float>(p.scale);
+  push.out_numel = static_cast<int32_t>(p.out_numel);
+  push.red_numel = static_cast<int32_t>(p.red_numel);
+  push.out_ndim = p.out_dims.ndim;
+  push.red_ndim = p.red_dims.ndim;
+  push.in_dtype = static_cast<int32_t>(p.in_dtype);
+  push.out_dtype = static_cast<int32_t>(p.out_dtype);
+  push.split = static_cast<int32_t>(p.split);
+  push.chunk = static_cast<int32_t>(p.split > 1 ? p.chunk : p.red_numel);
+  if (p.red_dims.ndim == 1) push.red_stride0 = static_cast<int32_t>(p.red_dims.strides[0][0]);
+  if (p.out_dims.ndim == 1) {
+    push.out_stride0 = static_cast<int32_t>(p.out_dims.strides[0][0]);
+    push.out_in_stride0 = static_cast<int32_t>(p.out_dims.strides[1][0]);
+  }
+  if (p.out_dims.ndim > 1 || p.red_dims.ndim > 1) {
+    ReduceGeometryBlock block{};
+    for (int d = 0; d < p.out_dims.ndim; ++d) {
+      block.out_sizes[d] = static_cast<int32_t>(p.out_dims.sizes[d]);
+      block.out_strides[d] = static_cast<int32_t>(p.out_dims.strides[0][d]);
+      block.out_in_strides[d] = static_cast<int32_t>(p.out_dims.strides[1][d]);
+    }
+    for (int d = 0; d < p.red_dims.ndim; ++d) {
+      block.red_sizes[d] = static_cast<int32_t>(p.red_dims.sizes[d]);
+      block.red_strides[d] = static_cast<int32_t>(p.red_dims.strides[0][d]);
+    }
+    push.geometry = stream.upload_params(&block, sizeof(block));
+  }
+
+  std::vector<uint32_t> spec;
+  if (tuning().specialize_dtypes)
+    spec = {static_cast<uint32_t>(p.in_dtype), static_cast<uint32_t>(p.out_dtype)};
+  else
+    spec = {UINT32_MAX, UINT32_MAX};
+  spec.push_back(static_cast<uint32_t>(p.mode));
+  uint32_t wg = tuning().reduce_workgroup;
+  VkPipeline pipeline = stream.device().pipelines().get(*shader, wg, spec);
+  int64_t items = p.mode == kModeThread ? p.out_numel : p.out_numel * p.split;
+  uint32_t groups = group_count(stream, items, p.mode == kModeThread ? wg : 1);
+  stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+}
+
+DType acc_storage(ComputeKind acc) {
+  switch (acc) {
+    case ComputeKind::Float32: return DType::Float32;
+    case ComputeKind::Float64: return DType::Float64;
+    default: return DType::Int64;
+  }
+}
+
+}  // namespace
+
+void reduce(Stream& stream, ReduceOp op, ComputeKind acc, int64_t out_numel,
+            int64_t reduced_numel, const ReduceGeometry& geometry, Operand out, Operand in,
+            double scale) {
+  int opi = static_cast<int>(op), acci = static_cast<int>(acc);
+  if (opi < 0 || opi > 3) invalid(kWhere, "invalid reduce op " + std::to_string(opi));
+  if (acci < 0 || acci > 3) invalid(kWhere, "invalid accumulator kind " + std::to_string(acci));
+  if (acc == ComputeKind::Int32) acc = ComputeKind::Int64;  // integer sums accumulate in int64
+  check_dtype(kWhere, out.dtype, "output");
+  check_dtype(kWhere, in.dtype, "input");
+  if (acc == ComputeKind::Float64 && !stream.device().caps().float64)
+    throw std::invalid_argument("float64 is not supported on this device (no shaderFloat64)");
+  if ((out.dtype == DType::Float64 || in.dtype == DType::Float64) && acc != ComputeKind::Float64)
+    invalid(kWhere, "float64 operands need the float64 accumulator");
+  if (acc == ComputeKind::Int64 && scale != 1.0)
+    invalid(kWhere, "scale must be 1 for integer accumulators (mean is for float kinds)");
+
+  Dims out_dims = coalesce(kWhere, geometry.out, 2, out_numel);
+  // The reduced geometry's input strides are strides[1]; move them to slot 0.
+  Geometry red_geometry = geometry.reduced;
+  for (int d = 0; d < kMaxDims; ++d) red_geometry.strides[0][d] = geometry.reduced.strides[1][d];
+  Dims red_dims = coalesce(kWhere, red_geometry, 1, reduced_numel);
+  if (out_numel == 0) return;
+  if (out_numel > kMaxIndex || reduced_numel > kMaxIndex)
+    invalid(kWhere, "numel exceeds the kernel's 32-bit index range");
+  if (out.address == 0 || (in.address == 0 && reduced_numel > 0))
+    invalid(kWhere, "operand address is 0");
+  if (out.address % dtype_size(out.dtype) != 0 || in.address % dtype_size(in.dtype) != 0)
+    invalid(kWhere, "operand address is not aligned to its element size");
+  check_offsets(kWhere, out_dims, 0, "output");
+  if (max_offset(out_dims, 1) + max_offset(red_dims, 0) > kMaxIndex)
+    invalid(kWhere, "input: element offsets exceed the 32-bit index range of the kernel");
+
+  Pass pass;
+  pass.out_dims = out_dims;
+  pass.red_dims = red_dims;
+  pass.out_numel = out_numel;
+  pass.red_numel = reduced_numel;
+  pass.in_addr = in.address;
+  pass.out_addr = out.address;
+  pass.in_dtype = in.dtype;
+  pass.out_dtype = out.dtype;
+  pass.scale = scale;
+
+  // ---- strategy ----
+  using S = Tuning::ReduceStrategy;
+  S strategy = tuning().reduce_strategy;
+  const int64_t chunk_target = std::max<uint32_t>(tuning().reduce_split_chunk, 1);
+  if (strategy == S::Auto) {
+    bool outer = out_dims.ndim > 0 && out_dims.strides[1][0] == 1 &&
+                 (red_dims.ndim == 0 || red_dims.strides[0][0] != 1);
+    if (reduced_numel <= 32 || (outer && out_numel >= 1024 && reduced_numel <= 65536))
+      strategy = S::Thread;
+    else if (out_numel < 256 && reduced_numel >= 4 * chunk_target)
+      strategy = S::Split;
+    else
+      strategy = S::Workgroup;
+  }
+  if (strategy == S::Split && reduced_numel < 2) strategy = S::Workgroup;
+
+  if (strategy == S::Thread) {
+    pass.mode = kModeThread;
+    record(stream, op, acc, pass);
+    return;
+  }
+  if (strategy == S::Workgroup) {
+    pass.mode = kModeWorkgroup;
+    record(stream, op, acc, pass);
+    return;
+  }
+
+  // ---- split: pass 1 writes out_numel * split partial accumulators (contiguous, output-
+  // major), pass 2 reduces each output's partials. ----
+  int64_t split = (reduced_numel + chunk_target - 1) / chunk_target;
+  int64_t max_items = std::max<int64_t>(2, 4096 / out_numel);
+  split = std::clamp<int64_t>(split, 2, std::min<int64_t>(max_items, reduced_numel));
+  int64_t chunk = (reduced_numel + split - 1) / split;
+  split = (reduced_numel + chunk - 1) / chunk;  // no empty chunks
+  if (out_numel * split > kMaxIndex) invalid(kWhere, "too many partial results");
+  DType partial_dtype = acc_storage(acc);
+  Allocator& allocator = stream.device().allocator();
+  uint64_t partials =
+      allocator.allocate(static_cast<uint64_t>(out_numel * split) * dtype_size(partial_dtype),
+                         stream.id());
+  try {
+    Pass p1 = pass;
+    p1.mode = kModeWorkgroup;
+    p1.split = split;
+    p1.chunk = chunk;
+    p1.out_addr = partials;
+    p1.out_dtype = partial_dtype;
+    p1.scale = 1.0;
+    record(stream, op, acc, p1);
+
+    Pass p2 = pass;
+    p2.in_addr = partials;
+    p2.in_dtype = partial_dtype;
+    // Output o's partials start at element o * split, o being the linear output index in
+    // coalesced dim order (dim 0 fastest).
+    int64_t linear = split;
+    for (int d = 0; d < p2.out_dims.ndim; ++d) {
+      p2.out_dims.strides[1][d] = linear;
+      linear *= p2.out_dims.sizes[d];
+    }
+    p2.red_dims = Dims{};
+    p2.red_dims.ndim = 1;
+    p2.red_dims.sizes[0] = split;
+    p2.red_dims.strides[0][0] = 1;
+    p2.red_numel = split;
+    p2.mode = split <= 32 ? kModeThread : kModeWorkgroup;
+    record(stream, op, acc, p2);
+  } catch (...) {
+    allocator.free(partials);
+    throw;
+  }
+  // Stream order makes the immediate free safe: later reuse is ordered after pass 2.
+  allocator.free(partials);
+}
+
+}  // namespace tvk::kernels

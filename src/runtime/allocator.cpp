@@ -1,0 +1,616 @@
+// L1: the caching device allocator and the pinned host allocator (policy in allocator.h).
+//
+// Locking: Allocator::mutex_ may be held while calling into streams (current_point,
+// completed_point, Device::synchronize); streams never call the allocator while holding their
+// own lock (they resolve addresses before locking), so the order allocator -> stream is safe.
+#include "runtime/allocator.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "runtime/device.h"
+#include "runtime/error.h"
+#include "runtime/raw_buffer.h"
+#include "runtime/stream.h"
+
+namespace tvk {
+
+namespace {
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kRound = 512;             // every request rounds up to this
+constexpr uint64_t kSmallSize = 1 * kMiB;    // largest request served by the small pool
+constexpr uint64_t kSmallBuffer = 2 * kMiB;  // segment size of the small pool
+constexpr uint64_t kMinLargeAlloc = 10 * kMiB;
+constexpr uint64_t kLargeBuffer = 20 * kMiB;  // segment size for requests in (1, 10] MiB
+constexpr uint64_t kRoundLarge = 2 * kMiB;    // own segments round up to this
+
+uint64_t round_up(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
+
+double mib(int64_t bytes) { return static_cast<double>(bytes) / kMiB; }
+
+std::string format_summary(const MemoryStats& s, std::pair<uint64_t, uint64_t> info) {
+  char buf[512];
+  std::snprintf(buf, sizeof(buf),
+                "%.2f MiB allocated (peak %.2f MiB) in %" PRId64 " blocks, %.2f MiB reserved in %" PRId64
+                " segments (peak %.2f MiB), device heap %.2f MiB with %.2f MiB free",
+                mib(s.allocated_bytes[0].current), mib(s.allocated_bytes[0].peak),
+                s.allocation[0].current, mib(s.reserved_bytes[0].current), s.segment[0].current,
+                mib(s.reserved_bytes[0].peak), mib(static_cast<int64_t>(info.second)),
+                mib(static_cast<int64_t>(info.first)));
+  return buf;
+}
+}  // namespace
+
+void MemoryStat::increase(int64_t amount) {
+  current += amount;
+  peak = std::max(peak, current);
+  allocated += amount;
+}
+
+void MemoryStat::decrease(int64_t amount) {
+  current -= amount;
+  freed += amount;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Allocator
+
+struct Allocator::Segment {
+  RawBuffer raw;
+  int pool = 1;  // 1 = small, 2 = large (the stats index)
+};
+
+struct Allocator::Block {
+  Segment* segment = nullptr;
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint64_t requested = 0;
+  uint32_t stream = 0;
+  bool allocated = false;
+  bool pending = false;  // freed, waiting for other streams (record_stream)
+  Block* prev = nullptr;  // neighbours inside the segment, by address
+  Block* next = nullptr;
+  std::vector<uint32_t> other_streams;
+  bool is_split() const { return prev != nullptr || next != nullptr; }
+};
+
+namespace {
+// Best fit: ordered by (stream, size, address). Blocks of a stream are only reused by the same
+// stream, where stream order makes immediate reuse safe (as in c10's caching allocator).
+struct BlockLess {
+  template <typename B>
+  bool operator()(const B* a, const B* b) const {
+    if (a->stream != b->stream) return a->stream < b->stream;
+    if (a->size != b->size) return a->size < b->size;
+    return a->address < b->address;
+  }
+};
+}  // namespace
+
+struct Allocator::Pool {
+  std::set<Block*, BlockLess> free;
+};
+
+struct Allocator::State {
+  Device& device;
+  Pool pools[2];  // [0] small, [1] large
+  std::map<uint64_t, Segment*> segments;  // by base address
+  std::map<uint64_t, Block*> live;        // allocated blocks by address
+  struct Pending {
+    Block* block;
+    std::vector<std::pair<uint32_t, uint64_t>> waits;  // (stream, point)
+  };
+  std::vector<Pending> pending;
+  MemoryStats stats;
+
+  explicit State(Device& d) : device(d) {}
+
+  Pool& pool_of(int stat_pool) { return pools[stat_pool - 1]; }
+
+  template <typename F>
+  void for_pool(int stat_pool, F f) {
+    f(0);
+    f(stat_pool);
+  }
+
+  void insert_free(Block* b) {
+    pool_of(b->segment->pool).free.insert(b);
+    if (b->is_split()) for_pool(b->segment->pool, [&](int i) { stats.inactive_split_bytes[i].increase(b->size); });
+  }
+  void erase_free(Block* b) {
+    pool_of(b->segment->pool).free.erase(b);
+    if (b->is_split()) for_pool(b->segment->pool, [&](int i) { stats.inactive_split_bytes[i].decrease(b->size); });
+  }
+
+  Block* find_free(int stat_pool, uint32_t stream, uint64_t size) {
+    Block key;
+    key.stream = stream;
+    key.size = size;
+    key.address = 0;
+    auto& set = pool_of(stat_pool).free;
+    auto it = set.lower_bound(&key);
+    if (it == set.end() || (*it)->stream != stream) return nullptr;
+    return *it;
+  }
+
+  // Creates a segment of `size` bytes and returns its single free block (not yet in a set), or
+  // null when the device is out of memory or the segment exceeds a device limit.
+  Block* new_segment(uint64_t size, int stat_pool, uint32_t stream) {
+    const DeviceCapabilities& c = device.caps();
+    // Refuse up front what the device cannot allocate: drivers may accept it and the
+    // validation layer reports it (VUID-vkAllocateMemory-pAllocateInfo-01713).
+    if ((c.max_memory_allocation_size && size > c.max_memory_allocation_size) ||
+        (c.max_buffer_size && size > c.max_buffer_size) ||
+        (c.device_local_heap_size && size > c.device_local_heap_size))
+      return nullptr;
+    auto* seg = new Segment();
+    seg->pool = stat_pool;
+    // Segments are mapped only on unified memory (off with TORCH_VK_DISABLE_UNIFIED_MEMORY=1).
+    VkResult r = create_raw_buffer(device, size, device.device_memory_type(), &seg->raw,
+                                   c.unified_memory);
+    if (r != VK_SUCCESS) {
+      delete seg;
+      if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) return nullptr;
+      throw_vk_error(r, "vkAllocateMemory/vkCreateBuffer", __FILE__, __LINE__, device.index());
+    }
+    stats.num_device_alloc++;
+    for_pool(stat_pool, [&](int i) {
+      stats.reserved_bytes[i].increase(static_cast<int64_t>(size));
+      stats.segment[i].increase(1);
+    });
+    segments[seg->raw.address] = seg;
+    auto* b = new Block();
+    b->segment = seg;
+    b->address = seg->raw.address;
+    b->size = size;
+    b->stream = stream;
+    return b;
+  }
+
+  // Returns a block that is no longer in use to its pool, merging free neighbours.
+  void release_block(Block* b) {
+    for_pool(b->segment->pool, [&](int i) { stats.active_bytes[i].decrease(b->size); });
+    b->allocated = false;
+    b->pending = false;
+    b->other_streams.clear();
+    if (b->prev && !b->prev->allocated && !b->prev->pending) {
+      Block* p = b->prev;
+      erase_free(p);
+      p->size += b->size;
+      p->next = b->next;
+      if (b->next) b->next->prev = p;
+      delete b;
+      b = p;
+    }
+    if (b->next && !b->next->allocated && !b->next->pending) {
+      Block* n = b->next;
+      erase_free(n);
+      b->size += n->size;
+      b->next = n->next;
+      if (n->next) n->next->prev = b;
+      delete n;
+    }
+    insert_free(b);
+  }
+
+  // Moves pending blocks whose streams all passed their recorded points back to the pools.
+  void process_pending() {
+    if (pending.empty()) return;
+    std::vector<std::pair<uint32_t, uint64_t>> completed;  // per-stream cache for this call
+    auto done = [&](uint32_t s, uint64_t point) {
+      for (auto& [id, v] : completed)
+        if (id == s) return v >= point;
+      uint64_t v = device.stream(s).completed_point();
+      completed.emplace_back(s, v);
+      return v >= point;
+    };
+    size_t keep = 0;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      bool all = true;
+      for (auto& [s, point] : pending[i].waits) all = all && done(s, point);
+      if (all) {
+        release_block(pending[i].block);
+      } else {
+        pending[keep++] = std::move(pending[i]);
+      }
+    }
+    pending.resize(keep);
+  }
+
+  // Frees every segment that is entirely free.
+  void release_cached() {
+    for (auto& pool : pools) {
+      std::vector<Block*> whole;
+      for (Block* b : pool.free)
+        if (!b->is_split()) whole.push_back(b);
+      for (Block* b : whole) {
+        erase_free(b);
+        Segment* seg = b->segment;
+        for_pool(seg->pool, [&](int i) {
+          stats.reserved_bytes[i].decrease(static_cast<int64_t>(seg->raw.size));
+          stats.segment[i].decrease(1);
+        });
+        stats.num_device_free++;
+        segments.erase(seg->raw.address);
+        destroy_raw_buffer(device, seg->raw);
+        delete seg;
+        delete b;
+      }
+    }
+  }
+
+  // The live block containing `address`, or null.
+  Block* containing(uint64_t address) const {
+    auto it = live.upper_bound(address);
+    if (it == live.begin()) return nullptr;
+    --it;
+    Block* b = it->second;
+    return address < b->address + b->size ? b : nullptr;
+  }
+};
+
+Allocator::Allocator(Device& device) : device_(device), state_(std::make_unique<State>(device)) {}
+
+Allocator::~Allocator() {
+  for (auto& [addr, seg] : state_->segments) {
+    destroy_raw_buffer(device_, seg->raw);
+    delete seg;
+  }
+  // Block objects are owned by segments' lists; delete them by walking every known block.
+  for (auto& pool : state_->pools)
+    for (Block* b : pool.free) delete b;
+  for (auto& [addr, b] : state_->live) delete b;
+  for (auto& p : state_->pending) delete p.block;
+}
+
+uint64_t Allocator::round_size(uint64_t bytes) {
+  return bytes == 0 ? kRound : round_up(bytes, kRound);
+}
+
+uint64_t Allocator::allocate(uint64_t bytes, uint32_t stream_id) {
+  if (bytes == 0) return 0;
+  const uint64_t size = round_size(bytes);
+  const int pool = size <= kSmallSize ? 1 : 2;
+  const uint64_t segment_size = size <= kSmallSize      ? kSmallBuffer
+                                : size <= kMinLargeAlloc ? kLargeBuffer
+                                                         : round_up(size, kRoundLarge);
+  std::unique_lock<std::mutex> lock(mutex_);
+  State& st = *state_;
+  st.process_pending();
+  Block* b = st.find_free(pool, stream_id, size);
+  if (b) {
+    st.erase_free(b);
+  } else {
+    b = st.new_segment(segment_size, pool, stream_id);
+    if (!b) {
+      // Out of memory: wait for all work (completing cross-stream frees), release the cache,
+      // retry once.
+      st.stats.num_alloc_retries++;
+      device_.synchronize();
+      st.process_pending();
+      st.release_cached();
+      b = st.find_free(pool, stream_id, size);
+      if (b) st.erase_free(b);
+      else b = st.new_segment(segment_size, pool, stream_id);
+    }
+    if (!b) {
+      st.stats.num_ooms++;
+      MemoryStats snapshot = st.stats;
+      lock.unlock();
+      char head[160];
+      std::snprintf(head, sizeof(head), "torch-vk: out of memory on vk:%d: tried to allocate %.2f MiB; ",
+                    device_.index(), mib(static_cast<int64_t>(bytes)));
+      throw OutOfMemoryError(head + format_summary(snapshot, device_.memory_info()));
+    }
+  }
+
+  // Split off the tail when it is worth keeping: any >= 512 B remainder in the small pool,
+  // only > 1 MiB remainders in the large pool (smaller ones stay with the block).
+  const uint64_t remaining = b->size - size;
+  if ((pool == 1 && remaining >= kRound) || (pool == 2 && remaining > kSmallSize)) {
+    auto* rest = new Block();
+    rest->segment = b->segment;
+    rest->address = b->address + size;
+    rest->size = remaining;
+    rest->stream = b->stream;
+    rest->prev = b;
+    rest->next = b->next;
+    if (b->next) b->next->prev = rest;
+    b->next = rest;
+    b->size = size;
+    st.insert_free(rest);
+  }
+  b->allocated = true;
+  b->requested = bytes;
+  st.live[b->address] = b;
+  st.for_pool(pool, [&](int i) {
+    st.stats.allocated_bytes[i].increase(static_cast<int64_t>(b->size));
+    st.stats.active_bytes[i].increase(static_cast<int64_t>(b->size));
+    st.stats.requested_bytes[i].increase(static_cast<int64_t>(bytes));
+    st.stats.allocation[i].increase(1);
+  });
+  return b->address;
+}
+
+void Allocator::free(uint64_t address) {
+  if (address == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  State& st = *state_;
+  auto it = st.live.find(address);
+  if (it == st.live.end())
+    throw std::runtime_error("torch-vk: free of an address that is not an allocated block: 0x" +
+                             [&] { char b[32]; std::snprintf(b, sizeof(b), "%" PRIx64, address); return std::string(b); }());
+  Block* b = it->second;
+  st.live.erase(it);
+  st.for_pool(b->segment->pool, [&](int i) {
+    st.stats.allocated_bytes[i].decrease(static_cast<int64_t>(b->size));
+    st.stats.requested_bytes[i].decrease(static_cast<int64_t>(b->requested));
+    st.stats.allocation[i].decrease(1);
+  });
+  b->allocated = false;
+  if (!b->other_streams.empty()) {
+    // Other streams may still use the block: it becomes reusable once each of them passed
+    // the work it had recorded by now.
+    State::Pending p{b, {}};
+    for (uint32_t s : b->other_streams) p.waits.emplace_back(s, device_.stream(s).current_point());
+    b->pending = true;
+    st.pending.push_back(std::move(p));
+  } else {
+    st.release_block(b);
+  }
+}
+
+void Allocator::record_stream(uint64_t address, uint32_t stream_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Block* b = state_->containing(address);
+  TVK_CHECK(b != nullptr, "record_stream on an address that is not an allocated block");
+  if (stream_id == b->stream) return;
+  if (std::find(b->other_streams.begin(), b->other_streams.end(), stream_id) ==
+      b->other_streams.end())
+    b->other_streams.push_back(stream_id);
+}
+
+ResolvedAddress Allocator::resolve(uint64_t address) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Block* b = state_->containing(address);
+  if (!b) {
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "torch-vk: address 0x%" PRIx64 " is not inside a vk:%d allocation",
+                  address, device_.index());
+    throw std::runtime_error(buf);
+  }
+  const RawBuffer& raw = b->segment->raw;
+  ResolvedAddress r;
+  r.buffer = raw.buffer;
+  r.offset = address - raw.address;
+  r.bytes_to_end = b->address + b->size - address;
+  r.host_pointer = raw.mapped ? static_cast<char*>(raw.mapped) + r.offset : nullptr;
+  r.device_address = address;
+  return r;
+}
+
+bool Allocator::owns(uint64_t address) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_->containing(address) != nullptr;
+}
+
+uint64_t Allocator::block_size(uint64_t address) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = state_->live.find(address);
+  TVK_CHECK(it != state_->live.end(), "block_size of an address that does not start a block");
+  return it->second->size;
+}
+
+void Allocator::empty_cache() {
+  device_.synchronize();
+  std::lock_guard<std::mutex> lock(mutex_);
+  state_->process_pending();
+  state_->release_cached();
+}
+
+MemoryStats Allocator::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_->stats;
+}
+
+void Allocator::reset_peak_stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  MemoryStats& s = state_->stats;
+  for (int i = 0; i < 3; ++i)
+    for (MemoryStat* m : {&s.allocated_bytes[i], &s.reserved_bytes[i], &s.active_bytes[i],
+                          &s.requested_bytes[i], &s.allocation[i], &s.segment[i],
+                          &s.inactive_split_bytes[i]})
+      m->peak = m->current;
+}
+
+void Allocator::reset_accumulated_stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  MemoryStats& s = state_->stats;
+  for (int i = 0; i < 3; ++i)
+    for (MemoryStat* m : {&s.allocated_bytes[i], &s.reserved_bytes[i], &s.active_bytes[i],
+                          &s.requested_bytes[i], &s.allocation[i], &s.segment[i],
+                          &s.inactive_split_bytes[i]})
+      m->allocated = m->freed = 0;
+  s.num_alloc_retries = s.num_ooms = s.num_device_alloc = s.num_device_free = 0;
+}
+
+std::string Allocator::summary() const {
+  MemoryStats s = stats();
+  return format_summary(s, device_.memory_info());
+}
+
+// ---------------------------------------------------------------------------------------------
+// HostAllocator: one dedicated mapped buffer per block, sizes bucketed to powers of two
+// (>= 4 KiB, so every block is page-aligned), freed blocks cached by bucket.
+
+namespace {
+struct HostBlock {
+  RawBuffer raw;
+  bool allocated = false;
+  std::vector<uint32_t> streams;  // record_stream
+};
+}  // namespace
+
+struct HostAllocator::State {
+  std::map<uintptr_t, HostBlock*> blocks;                 // every block, by host pointer
+  std::map<uint64_t, std::vector<HostBlock*>> free_lists;  // cached blocks by bucket size
+  struct Pending {
+    HostBlock* block;
+    std::vector<std::pair<uint32_t, uint64_t>> waits;
+  };
+  std::vector<Pending> pending;
+  uint64_t allocated = 0;
+  uint64_t reserved = 0;
+
+  HostBlock* containing(const void* p) const {
+    auto addr = reinterpret_cast<uintptr_t>(p);
+    auto it = blocks.upper_bound(addr);
+    if (it == blocks.begin()) return nullptr;
+    --it;
+    HostBlock* b = it->second;
+    return (b->allocated && addr < it->first + b->raw.size) ? b : nullptr;
+  }
+
+  void process_pending(Device& device) {
+    size_t keep = 0;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      bool all = true;
+      for (auto& [s, point] : pending[i].waits)
+        all = all && device.stream(s).completed_point() >= point;
+      if (all) free_lists[pending[i].block->raw.size].push_back(pending[i].block);
+      else pending[keep++] = std::move(pending[i]);
+    }
+    pending.resize(keep);
+  }
+
+  void release_cached(Device& device) {
+    for (auto& [size, list] : free_lists) {
+      for (HostBlock* b : list) {
+        blocks.erase(reinterpret_cast<uintptr_t>(b->raw.mapped));
+        reserved -= b->raw.size;
+        destroy_raw_buffer(device, b->raw);
+        delete b;
+      }
+    }
+    free_lists.clear();
+  }
+};
+
+HostAllocator::HostAllocator(Device& device) : device_(device), state_(std::make_unique<State>()) {}
+
+HostAllocator::~HostAllocator() {
+  for (auto& [p, b] : state_->blocks) {
+    destroy_raw_buffer(device_, b->raw);
+    delete b;
+  }
+}
+
+void* HostAllocator::allocate(uint64_t bytes) {
+  if (bytes == 0) return nullptr;
+  uint64_t size = 4096;
+  while (size < bytes) size <<= 1;
+  std::lock_guard<std::mutex> lock(mutex_);
+  State& st = *state_;
+  if (!st.pending.empty()) st.process_pending(device_);
+  HostBlock* b = nullptr;
+  auto it = st.free_lists.find(size);
+  if (it != st.free_lists.end() && !it->second.empty()) {
+    b = it->second.back();
+    it->second.pop_back();
+  } else {
+    const DeviceCapabilities& c = device_.caps();
+    const bool too_big = (c.max_memory_allocation_size && size > c.max_memory_allocation_size) ||
+                         (c.max_buffer_size && size > c.max_buffer_size);
+    b = new HostBlock();
+    VkResult r = too_big ? VK_ERROR_OUT_OF_HOST_MEMORY
+                         : create_raw_buffer(device_, size, device_.host_memory_type(), &b->raw);
+    if ((r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) && !too_big) {
+      st.release_cached(device_);
+      r = create_raw_buffer(device_, size, device_.host_memory_type(), &b->raw);
+    }
+    if (r != VK_SUCCESS) {
+      delete b;
+      if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
+        char buf[160];
+        std::snprintf(buf, sizeof(buf),
+                      "torch-vk: out of pinned host memory on vk:%d: tried to allocate %.2f MiB",
+                      device_.index(), mib(static_cast<int64_t>(bytes)));
+        throw OutOfMemoryError(buf);
+      }
+      throw_vk_error(r, "vkAllocateMemory (pinned host memory)", __FILE__, __LINE__, device_.index());
+    }
+    TVK_CHECK(b->raw.mapped != nullptr, "pinned host memory is not mappable");
+    st.blocks[reinterpret_cast<uintptr_t>(b->raw.mapped)] = b;
+    st.reserved += size;
+  }
+  b->allocated = true;
+  st.allocated += size;
+  return b->raw.mapped;
+}
+
+void HostAllocator::free(void* host_pointer) {
+  if (!host_pointer) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  State& st = *state_;
+  auto it = st.blocks.find(reinterpret_cast<uintptr_t>(host_pointer));
+  TVK_CHECK(it != st.blocks.end() && it->second->allocated,
+            "free of a pointer that is not a pinned host block");
+  HostBlock* b = it->second;
+  b->allocated = false;
+  st.allocated -= b->raw.size;
+  if (b->streams.empty()) {
+    st.free_lists[b->raw.size].push_back(b);
+    return;
+  }
+  State::Pending p{b, {}};
+  for (uint32_t s : b->streams) p.waits.emplace_back(s, device_.stream(s).current_point());
+  b->streams.clear();
+  st.pending.push_back(std::move(p));
+}
+
+void HostAllocator::record_stream(void* host_pointer, uint32_t stream_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  HostBlock* b = state_->containing(host_pointer);
+  TVK_CHECK(b != nullptr, "record_stream on a pointer that is not pinned host memory");
+  if (std::find(b->streams.begin(), b->streams.end(), stream_id) == b->streams.end())
+    b->streams.push_back(stream_id);
+}
+
+bool HostAllocator::is_pinned(const void* host_pointer) const {
+  if (!host_pointer) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_->containing(host_pointer) != nullptr;
+}
+
+ResolvedAddress HostAllocator::resolve(const void* host_pointer) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  HostBlock* b = state_->containing(host_pointer);
+  TVK_CHECK(b != nullptr, "pointer is not pinned host memory of vk:", device_.index());
+  ResolvedAddress r;
+  r.buffer = b->raw.buffer;
+  r.offset = reinterpret_cast<uintptr_t>(host_pointer) - reinterpret_cast<uintptr_t>(b->raw.mapped);
+  r.bytes_to_end = b->raw.size - r.offset;
+  r.host_pointer = const_cast<void*>(host_pointer);
+  r.device_address = b->raw.address + r.offset;
+  return r;
+}
+
+void HostAllocator::empty_cache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  state_->process_pending(device_);
+  state_->release_cached(device_);
+}
+
+uint64_t HostAllocator::allocated_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_->allocated;
+}
+
+uint64_t HostAllocator::reserved_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_->reserved;
+}
+
+}  // namespace tvk

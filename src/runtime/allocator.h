@@ -1,0 +1,146 @@
+// L1: caching device-memory allocator and the host (pinned) allocator.
+//
+// Device memory is reserved in segments: one VkDeviceMemory with one VkBuffer bound over all
+// of it (usage STORAGE | TRANSFER_SRC | TRANSFER_DST | SHADER_DEVICE_ADDRESS). A block handed
+// out is a byte range of a segment and is identified by its *device address*
+// (vkGetBufferDeviceAddress of the segment buffer + offset). That address is what
+// Tensor.data_ptr() returns: PyTorch's pointer arithmetic on it stays valid, kernels read it
+// through GL_EXT_buffer_reference, and resolve() maps any address inside a block back to
+// (VkBuffer, offset) for transfer commands.
+//
+// Pools (like CUDA's caching allocator):
+//   every request is rounded up to a multiple of 512 B;
+//   small requests (<= 1 MiB) are carved from 2 MiB segments;
+//   large requests (<= 10 MiB) from 20 MiB segments, larger ones from a segment of their own
+//   rounded up to 2 MiB.
+// Free blocks are split and coalesced with free neighbours. A block freed on a stream can be
+// reused at once by work on the same stream (stream order makes that safe); a block used by
+// other streams (record_stream) is reused only once those streams passed the point recorded
+// at free time.
+//
+// Out of memory: on VK_ERROR_OUT_OF_DEVICE_MEMORY (or a request larger than the heap or than
+// maxMemoryAllocationSize) the allocator synchronizes, releases every cached segment, retries
+// once, then throws OutOfMemoryError with a summary. The allocator stays usable afterwards.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime/vulkan_api.h"
+
+namespace tvk {
+
+class Device;
+
+// One statistic, as in c10::CachingDeviceAllocator::Stat.
+struct MemoryStat {
+  int64_t current = 0;
+  int64_t peak = 0;
+  int64_t allocated = 0;  // accumulated increases
+  int64_t freed = 0;      // accumulated decreases
+  void increase(int64_t amount);
+  void decrease(int64_t amount);
+};
+
+// Per-device statistics. Pool index: 0 = all, 1 = small pool, 2 = large pool.
+struct MemoryStats {
+  MemoryStat allocated_bytes[3];   // bytes in blocks handed out (rounded block sizes)
+  MemoryStat reserved_bytes[3];    // bytes in segments
+  MemoryStat active_bytes[3];      // allocated + freed-but-not-yet-reusable
+  MemoryStat requested_bytes[3];   // bytes the callers asked for (unrounded)
+  MemoryStat allocation[3];        // number of blocks handed out
+  MemoryStat segment[3];           // number of segments
+  MemoryStat inactive_split_bytes[3];  // free bytes inside segments that also hold used blocks
+  int64_t num_alloc_retries = 0;   // times the cache was released to satisfy a request
+  int64_t num_ooms = 0;            // OutOfMemoryError thrown
+  int64_t num_device_alloc = 0;    // vkAllocateMemory calls
+  int64_t num_device_free = 0;     // vkFreeMemory calls
+};
+
+// Where a device address lives.
+struct ResolvedAddress {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  uint64_t offset = 0;          // byte offset of the address inside `buffer`
+  uint64_t bytes_to_end = 0;    // bytes from the address to the end of its block
+  void* host_pointer = nullptr; // mapped pointer of the address, or null when not host-visible
+  uint64_t device_address = 0;  // buffer device address of the byte at `offset`
+};
+
+class Allocator {
+ public:
+  explicit Allocator(Device& device);
+  ~Allocator();
+  Allocator(const Allocator&) = delete;
+  Allocator& operator=(const Allocator&) = delete;
+
+  // Returns the device address of a block of at least `bytes` bytes, used on `stream_id`.
+  // bytes == 0 returns 0. Throws OutOfMemoryError.
+  uint64_t allocate(uint64_t bytes, uint32_t stream_id = 0);
+  // Returns a block (its exact address from allocate()) to the cache.
+  void free(uint64_t address);
+  // Marks that `stream_id` uses the block containing `address` (c10 recordStream).
+  void record_stream(uint64_t address, uint32_t stream_id);
+
+  // Any address inside a live block; throws std::runtime_error for unknown addresses.
+  ResolvedAddress resolve(uint64_t address) const;
+  bool owns(uint64_t address) const;
+  // Size of the block that starts at `address` (as handed out, rounded).
+  uint64_t block_size(uint64_t address) const;
+
+  // Synchronizes the device, then releases all cached (entirely free) segments.
+  void empty_cache();
+
+  MemoryStats stats() const;
+  void reset_peak_stats();
+  void reset_accumulated_stats();
+  // A short human-readable summary (used in OOM messages and torch.vk.memory_summary()).
+  std::string summary() const;
+
+  // Rounding rule applied to requests; exposed so tests can predict block sizes.
+  static uint64_t round_size(uint64_t bytes);
+
+ private:
+  struct Segment;
+  struct Block;
+  struct Pool;
+  Device& device_;
+  mutable std::mutex mutex_;
+  // Implementation state lives in allocator.cpp.
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Pinned host memory: HOST_VISIBLE | HOST_COHERENT Vulkan memory, mapped for the lifetime of
+// the block, so that copies to and from it can be asynchronous device transfers. Cached by size.
+class HostAllocator {
+ public:
+  explicit HostAllocator(Device& device);
+  ~HostAllocator();
+  HostAllocator(const HostAllocator&) = delete;
+  HostAllocator& operator=(const HostAllocator&) = delete;
+
+  // Returns a host pointer to at least `bytes` pinned bytes (nullptr for 0).
+  void* allocate(uint64_t bytes);
+  void free(void* host_pointer);
+  // Keeps the block alive until `stream_id` passed its current point (for async copies).
+  void record_stream(void* host_pointer, uint32_t stream_id);
+  bool is_pinned(const void* host_pointer) const;
+  // Buffer, offset and device address of a pinned host pointer (any pointer inside a block).
+  ResolvedAddress resolve(const void* host_pointer) const;
+  void empty_cache();
+  uint64_t allocated_bytes() const;
+  uint64_t reserved_bytes() const;
+
+ private:
+  Device& device_;
+  mutable std::mutex mutex_;
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace tvk

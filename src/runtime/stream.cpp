@@ -1,0 +1,618 @@
+// L1: streams (command recording, batched submission, timeline semaphores) and events.
+//
+// Recording state per stream: one command buffer in the recording state at a time. Every
+// recorded command is preceded by a global compute+transfer memory barrier unless it is the
+// first command of its command buffer, which gives in-order stream semantics. Each submit
+// signals the stream's timeline semaphore with the next value; command buffers, parameter ring
+// chunks and staging chunks are recycled once the timeline passed the value of the submit
+// that last used them.
+//
+// Locking: Impl::mutex serializes recording. Nothing that takes the allocator locks is called
+// while it is held (addresses are resolved before locking), because the allocators call into
+// streams while holding theirs.
+#include "runtime/stream.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime/allocator.h"
+#include "runtime/device.h"
+#include "runtime/error.h"
+#include "runtime/pipeline.h"
+#include "runtime/raw_buffer.h"
+
+// Vulkan structs are written `T x{VK_STRUCTURE_TYPE_...}`: the other members are zero on purpose.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+namespace tvk {
+
+namespace {
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kParamChunk = 1 * kMiB;    // parameter ring chunk
+constexpr uint64_t kStagingChunk = 8 * kMiB;  // upload staging ring chunk
+constexpr uint64_t kSmallStaging = 4 * kMiB;  // larger uploads use a pinned block of their own
+constexpr uint64_t kParamAlign = 16;
+constexpr uint32_t kQuerySlots = 1024;
+
+uint64_t round_up(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
+
+uint32_t submit_batch_from_env() {
+  const char* v = std::getenv("TORCH_VK_SUBMIT_BATCH");
+  if (!v || !*v) return 64;
+  long n = std::strtol(v, nullptr, 10);
+  return n >= 1 ? static_cast<uint32_t>(n) : 64;
+}
+
+// A bump allocator over host-visible, mapped chunks with device addresses. A chunk is reused
+// once the timeline passed the last batch that used it. Requests larger than a chunk get a
+// dedicated chunk that is destroyed (not cached) after use.
+class Ring {
+ public:
+  explicit Ring(uint64_t chunk_size) : chunk_size_(chunk_size) {}
+
+  // Returns (chunk, offset) of `size` bytes aligned to `align`, used by batch `value`.
+  // `completed()` reads the timeline; it is only called when a new chunk is needed.
+  template <typename CompletedFn>
+  std::pair<RawBuffer*, uint64_t> alloc(Device& device, uint64_t size, uint64_t align,
+                                        uint64_t value, CompletedFn completed) {
+    if (size > chunk_size_) {
+      retired_.push_back({value, RawBuffer{}});
+      create(device, round_up(size, 4096), &retired_.back().second);
+      return {&retired_.back().second, 0};
+    }
+    uint64_t offset = round_up(offset_, align);
+    if (!has_current_ || offset + size > chunk_size_) {
+      if (has_current_) retired_.push_back({last_use_, current_});
+      recycle(device, completed());
+      if (!free_.empty()) {
+        current_ = free_.back();
+        free_.pop_back();
+      } else {
+        create(device, chunk_size_, &current_);
+      }
+      has_current_ = true;
+      offset = 0;
+    }
+    offset_ = offset + size;
+    last_use_ = value;
+    return {&current_, offset};
+  }
+
+  void recycle(Device& device, uint64_t completed) {
+    size_t keep = 0;
+    for (size_t i = 0; i < retired_.size(); ++i) {
+      if (retired_[i].first <= completed) {
+        if (retired_[i].second.size == chunk_size_) free_.push_back(retired_[i].second);
+        else destroy_raw_buffer(device, retired_[i].second);
+      } else {
+        retired_[keep++] = retired_[i];
+      }
+    }
+    retired_.resize(keep);
+  }
+
+  void destroy(Device& device) {
+    if (has_current_) destroy_raw_buffer(device, current_);
+    for (auto& r : retired_) destroy_raw_buffer(device, r.second);
+    for (auto& f : free_) destroy_raw_buffer(device, f);
+    retired_.clear();
+    free_.clear();
+    has_current_ = false;
+  }
+
+ private:
+  void create(Device& device, uint64_t size, RawBuffer* out) {
+    TVK_VK_CHECK_DEV(create_raw_buffer(device, size, device.host_memory_type(), out),
+                     device.index());
+    TVK_CHECK(out->mapped != nullptr, "staging memory is not host-mappable");
+  }
+
+  uint64_t chunk_size_;
+  RawBuffer current_;
+  bool has_current_ = false;
+  uint64_t offset_ = 0;
+  uint64_t last_use_ = 0;
+  std::deque<std::pair<uint64_t, RawBuffer>> retired_;  // (timeline value, chunk)
+  std::vector<RawBuffer> free_;
+};
+
+// The barrier recorded between consecutive commands: all compute/transfer writes before it
+// are visible to all compute/transfer reads and writes after it.
+void record_barrier(VkCommandBuffer cb) {
+  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                    VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  vk::vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                           VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+                           1, &b, 0, nullptr, 0, nullptr);
+}
+}  // namespace
+
+struct Stream::Impl {
+  Device& device;
+  RuntimeCounters& counters;
+  VkSemaphore timeline;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  uint32_t batch_limit = 64;
+  std::array<uint32_t, 3> max_groups{};
+
+  std::mutex mutex;
+  VkCommandPool pool = VK_NULL_HANDLE;
+  VkCommandBuffer cb = VK_NULL_HANDLE;  // the recording command buffer, or null
+  bool cb_has_commands = false;         // a memory-accessing command was recorded in `cb`
+  bool dirty = false;                   // there is something to submit
+  uint32_t commands_in_batch = 0;
+  VkPipeline bound = VK_NULL_HANDLE;
+  uint64_t submitted = 0;  // timeline value signalled by the last submit
+  std::vector<std::pair<uint64_t, VkCommandBuffer>> in_flight;
+  std::vector<VkCommandBuffer> free_cbs;
+  std::vector<VkSemaphore> wait_semaphores;
+  std::vector<uint64_t> wait_values;
+  Ring params{kParamChunk};
+  Ring staging{kStagingChunk};
+  VkQueryPool query_pool = VK_NULL_HANDLE;
+  uint32_t next_query = 0;
+
+  Impl(Device& d, VkSemaphore t) : device(d), counters(Runtime::get().counters()), timeline(t) {}
+
+  uint64_t completed() {
+    uint64_t v = 0;
+    TVK_VK_CHECK_DEV(vk::vkGetSemaphoreCounterValue(device.handle(), timeline, &v), device.index());
+    return v;
+  }
+
+  // The batch the next recorded command belongs to.
+  uint64_t batch_value() const { return submitted + 1; }
+
+  void recycle(uint64_t done) {
+    params.recycle(device, done);
+    staging.recycle(device, done);
+    size_t keep = 0;
+    for (size_t i = 0; i < in_flight.size(); ++i) {
+      if (in_flight[i].first <= done) {
+        if (in_flight[i].second) {
+          vk::vkResetCommandBuffer(in_flight[i].second, 0);
+          free_cbs.push_back(in_flight[i].second);
+        }
+      } else {
+        in_flight[keep++] = in_flight[i];
+      }
+    }
+    in_flight.resize(keep);
+  }
+
+  void begin() {
+    if (cb) return;
+    if (free_cbs.empty()) recycle(completed());
+    if (free_cbs.empty()) {
+      VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+      ai.commandPool = pool;
+      ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+      ai.commandBufferCount = 1;
+      VkCommandBuffer fresh;
+      TVK_VK_CHECK_DEV(vk::vkAllocateCommandBuffers(device.handle(), &ai, &fresh), device.index());
+      free_cbs.push_back(fresh);
+    }
+    VkCommandBuffer next = free_cbs.back();
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    TVK_VK_CHECK_DEV(vk::vkBeginCommandBuffer(next, &bi), device.index());
+    free_cbs.pop_back();
+    cb = next;
+    cb_has_commands = false;
+    bound = VK_NULL_HANDLE;
+    // Host writes to mapped memory (parameters, staging, unified-memory tensors) made before
+    // the submit are visible to this command buffer. (Queue submission already guarantees
+    // this; the explicit barrier documents it and costs next to nothing.)
+    VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    b.srcAccessMask = VK_ACCESS_HOST_WRITE_BIT;
+    b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                      VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    vk::vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_HOST_BIT,
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+                             1, &b, 0, nullptr, 0, nullptr);
+  }
+
+  // Before every memory-accessing command.
+  void pre_command() {
+    begin();
+    if (cb_has_commands) record_barrier(cb);
+  }
+
+  // After every memory-accessing command.
+  void post_command() {
+    cb_has_commands = true;
+    dirty = true;
+    if (++commands_in_batch >= batch_limit) submit();
+  }
+
+  void submit() {
+    if (!dirty) return;
+    if (cb) TVK_VK_CHECK_DEV(vk::vkEndCommandBuffer(cb), device.index());
+    const uint64_t value = submitted + 1;
+    VkTimelineSemaphoreSubmitInfo ti{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+    ti.waitSemaphoreValueCount = static_cast<uint32_t>(wait_values.size());
+    ti.pWaitSemaphoreValues = wait_values.data();
+    ti.signalSemaphoreValueCount = 1;
+    ti.pSignalSemaphoreValues = &value;
+    // One wait stage per wait semaphore; wait_semaphores is short.
+    VkPipelineStageFlags stages[16];
+    std::vector<VkPipelineStageFlags> many;
+    VkPipelineStageFlags* stage_ptr = stages;
+    if (wait_semaphores.size() > 16) {
+      many.resize(wait_semaphores.size());
+      stage_ptr = many.data();
+    }
+    for (size_t i = 0; i < wait_semaphores.size(); ++i)
+      stage_ptr[i] = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.pNext = &ti;
+    si.waitSemaphoreCount = static_cast<uint32_t>(wait_semaphores.size());
+    si.pWaitSemaphores = wait_semaphores.data();
+    si.pWaitDstStageMask = stage_ptr;
+    si.commandBufferCount = cb ? 1 : 0;
+    si.pCommandBuffers = &cb;
+    si.signalSemaphoreCount = 1;
+    si.pSignalSemaphores = &timeline;
+    {
+      std::lock_guard<std::mutex> qlock(device.queue_mutex());
+      TVK_VK_CHECK_DEV(vk::vkQueueSubmit(device.queue(), 1, &si, VK_NULL_HANDLE), device.index());
+    }
+    counters.submits.fetch_add(1, std::memory_order_relaxed);
+    in_flight.emplace_back(value, cb);
+    cb = VK_NULL_HANDLE;
+    cb_has_commands = false;
+    dirty = false;
+    commands_in_batch = 0;
+    wait_semaphores.clear();
+    wait_values.clear();
+    submitted = value;
+  }
+
+  // Parameter / staging memory used by the current batch. The ring keeps it until the batch
+  // after this one completed, so a command that lands in the next batch (another thread's
+  // submit in between) still finds it intact.
+  std::pair<RawBuffer*, uint64_t> ring_alloc(Ring& ring, uint64_t size, uint64_t align) {
+    return ring.alloc(device, size, align, batch_value() + 1, [this] { return completed(); });
+  }
+
+  void copy_buffers(VkBuffer src, uint64_t src_offset, VkBuffer dst, uint64_t dst_offset,
+                    uint64_t bytes) {
+    pre_command();
+    VkBufferCopy region{src_offset, dst_offset, bytes};
+    vk::vkCmdCopyBuffer(cb, src, dst, 1, &region);
+    counters.transfers.fetch_add(1, std::memory_order_relaxed);
+    post_command();
+  }
+};
+
+Stream::Stream(Device& device, uint32_t id, int priority)
+    : device_(device), id_(id), priority_(priority) {
+  VkDevice dev = device.handle();
+  VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+  type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+  type.initialValue = 0;
+  VkSemaphoreCreateInfo si{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+  si.pNext = &type;
+  TVK_VK_CHECK_DEV(vk::vkCreateSemaphore(dev, &si, nullptr, &timeline_), device.index());
+  impl_ = std::make_unique<Impl>(device, timeline_);
+  impl_->layout = device.pipelines().layout();
+  impl_->batch_limit = submit_batch_from_env();
+  impl_->max_groups = device.caps().max_workgroup_count;
+  VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pi.queueFamilyIndex = device.queue_family();
+  TVK_VK_CHECK_DEV(vk::vkCreateCommandPool(dev, &pi, nullptr, &impl_->pool), device.index());
+  if (device.caps().timestamp_period_ns > 0) {
+    VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qi.queryCount = kQuerySlots;
+    TVK_VK_CHECK_DEV(vk::vkCreateQueryPool(dev, &qi, nullptr, &impl_->query_pool), device.index());
+  }
+}
+
+Stream::~Stream() {
+  try {
+    synchronize();
+  } catch (...) {
+  }
+  VkDevice dev = device_.handle();
+  impl_->params.destroy(device_);
+  impl_->staging.destroy(device_);
+  if (impl_->query_pool) vk::vkDestroyQueryPool(dev, impl_->query_pool, nullptr);
+  if (impl_->pool) vk::vkDestroyCommandPool(dev, impl_->pool, nullptr);  // frees its buffers
+  if (timeline_) vk::vkDestroySemaphore(dev, timeline_, nullptr);
+}
+
+void Stream::dispatch(VkPipeline pipeline, uint32_t groups_x, uint32_t groups_y,
+                      uint32_t groups_z, const void* push, uint32_t push_size) {
+  TVK_CHECK(push_size <= kMaxPushConstantBytes, "push constants of ", push_size,
+            " bytes exceed the ", kMaxPushConstantBytes, "-byte limit");
+  if (groups_x == 0 || groups_y == 0 || groups_z == 0) return;
+  Impl& s = *impl_;
+  TVK_CHECK(groups_x <= s.max_groups[0] && groups_y <= s.max_groups[1] && groups_z <= s.max_groups[2],
+            "dispatch of (", groups_x, ", ", groups_y, ", ", groups_z,
+            ") workgroups exceeds maxComputeWorkGroupCount (", s.max_groups[0], ", ",
+            s.max_groups[1], ", ", s.max_groups[2], ")");
+  // vkCmdPushConstants needs a multiple of 4 bytes: pad a copy with zeros.
+  alignas(16) uint8_t padded[kMaxPushConstantBytes];
+  const uint32_t size4 = (push_size + 3) & ~3u;
+  if (size4 != push_size) {
+    std::memcpy(padded, push, push_size);
+    std::memset(padded + push_size, 0, size4 - push_size);
+    push = padded;
+  }
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.pre_command();
+  if (s.bound != pipeline) {
+    vk::vkCmdBindPipeline(s.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+    s.bound = pipeline;
+  }
+  if (size4 > 0)
+    vk::vkCmdPushConstants(s.cb, s.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, size4, push);
+  vk::vkCmdDispatch(s.cb, groups_x, groups_y, groups_z);
+  s.counters.dispatches.fetch_add(1, std::memory_order_relaxed);
+  s.post_command();
+}
+
+uint64_t Stream::upload_params(const void* data, uint64_t size) {
+  if (size == 0) size = kParamAlign;  // still hand out a valid address
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto [chunk, offset] = s.ring_alloc(s.params, size, kParamAlign);
+  if (data) std::memcpy(static_cast<char*>(chunk->mapped) + offset, data, size);
+  return chunk->address + offset;
+}
+
+void Stream::copy(uint64_t src_address, uint64_t dst_address, uint64_t bytes) {
+  if (bytes == 0) return;
+  Allocator& alloc = device_.allocator();
+  ResolvedAddress src = alloc.resolve(src_address);
+  ResolvedAddress dst = alloc.resolve(dst_address);
+  TVK_CHECK(bytes <= src.bytes_to_end && bytes <= dst.bytes_to_end, "copy of ", bytes,
+            " bytes runs past the end of its allocation");
+  const bool overlap = src.buffer == dst.buffer && src.offset < dst.offset + bytes &&
+                       dst.offset < src.offset + bytes;
+  if (src_address == dst_address) return;
+  if (!overlap) {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->copy_buffers(src.buffer, src.offset, dst.buffer, dst.offset, bytes);
+    return;
+  }
+  // vkCmdCopyBuffer forbids overlapping regions: bounce through a temporary block (allocated on
+  // this stream, so returning it right after recording is stream-ordered and safe).
+  uint64_t tmp_address = alloc.allocate(bytes, id_);
+  ResolvedAddress tmp = alloc.resolve(tmp_address);
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->copy_buffers(src.buffer, src.offset, tmp.buffer, tmp.offset, bytes);
+    impl_->copy_buffers(tmp.buffer, tmp.offset, dst.buffer, dst.offset, bytes);
+  }
+  alloc.free(tmp_address);
+}
+
+void Stream::fill(uint64_t dst_address, uint64_t bytes, uint32_t pattern) {
+  if (bytes == 0) return;
+  ResolvedAddress dst = device_.allocator().resolve(dst_address);
+  TVK_CHECK(dst.offset % 4 == 0 && bytes % 4 == 0,
+            "fill needs an address and size that are multiples of 4 (got offset ", dst.offset,
+            ", ", bytes, " bytes)");
+  TVK_CHECK(bytes <= dst.bytes_to_end, "fill of ", bytes, " bytes runs past the end of its allocation");
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.pre_command();
+  vk::vkCmdFillBuffer(s.cb, dst.buffer, dst.offset, bytes, pattern);
+  s.counters.transfers.fetch_add(1, std::memory_order_relaxed);
+  s.post_command();
+}
+
+void Stream::copy_from_host(const void* src, uint64_t dst_address, uint64_t bytes) {
+  if (bytes == 0) return;
+  ResolvedAddress dst = device_.allocator().resolve(dst_address);
+  TVK_CHECK(bytes <= dst.bytes_to_end, "copy of ", bytes, " bytes runs past the end of its allocation");
+  HostAllocator& host = device_.host_allocator();
+  if (host.is_pinned(src)) {
+    ResolvedAddress p = host.resolve(src);
+    if (p.bytes_to_end >= bytes) {
+      host.record_stream(const_cast<void*>(src), id_);  // keeps the block until the copy ran
+      std::lock_guard<std::mutex> lock(impl_->mutex);
+      impl_->copy_buffers(p.buffer, p.offset, dst.buffer, dst.offset, bytes);
+      return;
+    }
+  }
+  if (dst.host_pointer) {
+    // Unified memory and an idle stream (everything recorded on it, waits included, has
+    // completed): nothing ordered before this copy can still touch `dst`, so write it
+    // directly. The lock keeps later work of this stream from being recorded in between.
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    if (!impl_->dirty && impl_->completed() >= impl_->submitted) {
+      std::memcpy(dst.host_pointer, src, bytes);
+      return;
+    }
+  }
+  if (bytes <= kSmallStaging) {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    auto [chunk, offset] = impl_->ring_alloc(impl_->staging, bytes, 16);
+    std::memcpy(static_cast<char*>(chunk->mapped) + offset, src, bytes);
+    impl_->copy_buffers(chunk->buffer, offset, dst.buffer, dst.offset, bytes);
+    return;
+  }
+  // Large upload: a pinned block of its own, returned to the host cache once the copy ran.
+  void* tmp = host.allocate(bytes);
+  std::memcpy(tmp, src, bytes);
+  ResolvedAddress t = host.resolve(tmp);
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->copy_buffers(t.buffer, t.offset, dst.buffer, dst.offset, bytes);
+  }
+  host.record_stream(tmp, id_);
+  host.free(tmp);
+}
+
+void Stream::copy_to_host(uint64_t src_address, void* dst, uint64_t bytes) {
+  if (bytes == 0) return;
+  ResolvedAddress src = device_.allocator().resolve(src_address);
+  TVK_CHECK(bytes <= src.bytes_to_end, "copy of ", bytes, " bytes runs past the end of its allocation");
+  if (src.host_pointer) {
+    // Unified memory: wait for the stream, then read the mapping directly.
+    wait_for_point(flush());
+    std::memcpy(dst, src.host_pointer, bytes);
+    return;
+  }
+  HostAllocator& host = device_.host_allocator();
+  if (host.is_pinned(dst) && host.resolve(dst).bytes_to_end >= bytes) {
+    copy_to_pinned_host(src_address, dst, bytes);
+    wait_for_point(flush());
+    return;
+  }
+  void* tmp = host.allocate(bytes);
+  ResolvedAddress t = host.resolve(tmp);
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->copy_buffers(src.buffer, src.offset, t.buffer, t.offset, bytes);
+  }
+  try {
+    wait_for_point(flush());
+  } catch (...) {
+    host.free(tmp);
+    throw;
+  }
+  std::memcpy(dst, tmp, bytes);
+  host.free(tmp);  // the copy completed: no record_stream needed
+}
+
+void Stream::copy_to_pinned_host(uint64_t src_address, void* dst_pinned, uint64_t bytes) {
+  if (bytes == 0) return;
+  ResolvedAddress src = device_.allocator().resolve(src_address);
+  HostAllocator& host = device_.host_allocator();
+  ResolvedAddress dst = host.resolve(dst_pinned);
+  TVK_CHECK(bytes <= src.bytes_to_end && bytes <= dst.bytes_to_end, "copy of ", bytes,
+            " bytes runs past the end of its allocation");
+  host.record_stream(dst_pinned, id_);
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->copy_buffers(src.buffer, src.offset, dst.buffer, dst.offset, bytes);
+}
+
+uint64_t Stream::flush() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->submit();
+  return impl_->submitted;
+}
+
+uint64_t Stream::current_point() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->submitted + (impl_->dirty ? 1 : 0);
+}
+
+void Stream::synchronize() { wait_for_point(flush()); }
+
+bool Stream::query() {
+  uint64_t point = flush();
+  return completed_point() >= point;
+}
+
+void Stream::wait_for_point(uint64_t value) {
+  if (completed_point() >= value) return;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    if (value > impl_->submitted) impl_->submit();
+    TVK_CHECK(value <= impl_->submitted, "wait for timeline value ", value,
+              " beyond the last recorded work (", impl_->submitted, ") of stream ", id_);
+  }
+  if (completed_point() >= value) return;
+  impl_->counters.host_waits.fetch_add(1, std::memory_order_relaxed);
+  VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+  wi.semaphoreCount = 1;
+  wi.pSemaphores = &timeline_;
+  wi.pValues = &value;
+  TVK_VK_CHECK_DEV(vk::vkWaitSemaphores(device_.handle(), &wi, UINT64_MAX), device_.index());
+}
+
+uint64_t Stream::completed_point() { return impl_->completed(); }
+
+void Stream::wait_for_stream_point(Stream& other, uint64_t value) {
+  if (&other == this || value == 0) return;
+  if (other.completed_point() >= value) return;
+  {
+    // The signal must be submitted before anything waits for it.
+    std::lock_guard<std::mutex> lock(other.impl_->mutex);
+    if (value > other.impl_->submitted) other.impl_->submit();
+    TVK_CHECK(value <= other.impl_->submitted, "wait for timeline value ", value,
+              " beyond the last recorded work of stream ", other.id_);
+  }
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  for (size_t i = 0; i < impl_->wait_semaphores.size(); ++i) {
+    if (impl_->wait_semaphores[i] == other.timeline_) {
+      impl_->wait_values[i] = std::max(impl_->wait_values[i], value);
+      impl_->dirty = true;
+      return;
+    }
+  }
+  impl_->wait_semaphores.push_back(other.timeline_);
+  impl_->wait_values.push_back(value);
+  impl_->dirty = true;  // the wait orders everything recorded after it: it must be submitted
+}
+
+uint32_t Stream::write_timestamp() {
+  Impl& s = *impl_;
+  if (!s.query_pool) return UINT32_MAX;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.begin();
+  const uint32_t slot = s.next_query;
+  s.next_query = (s.next_query + 1) % kQuerySlots;  // a slot is reused after kQuerySlots events
+  vk::vkCmdResetQueryPool(s.cb, s.query_pool, slot, 1);
+  vk::vkCmdWriteTimestamp(s.cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, s.query_pool, slot);
+  s.dirty = true;
+  return slot;
+}
+
+double Stream::read_timestamp_ns(uint32_t slot) {
+  Impl& s = *impl_;
+  TVK_CHECK(s.query_pool && slot < kQuerySlots, "vk:", device_.index(),
+            " has no device timestamps (or invalid slot)");
+  uint64_t ticks = 0;
+  VkResult r = vk::vkGetQueryPoolResults(device_.handle(), s.query_pool, slot, 1, sizeof(ticks),
+                                         &ticks, sizeof(ticks), VK_QUERY_RESULT_64_BIT);
+  TVK_CHECK(r == VK_SUCCESS, "timestamp not available yet (", vk_result_name(r), ")");
+  return static_cast<double>(ticks) * device_.caps().timestamp_period_ns;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Event
+
+void Event::record(Stream& stream) {
+  if (timing_) timestamp_slot_ = stream.write_timestamp();
+  point_ = stream.current_point();
+  stream_ = &stream;
+}
+
+void Event::block(Stream& stream) const {
+  if (!stream_) return;
+  stream.wait_for_stream_point(*stream_, point_);
+}
+
+bool Event::query() const {
+  if (!stream_) return true;
+  if (stream_->completed_point() >= point_) return true;
+  return stream_->query() || stream_->completed_point() >= point_;
+}
+
+void Event::synchronize() const {
+  if (stream_) stream_->wait_for_point(point_);
+}
+
+double Event::elapsed_ms(const Event& end) const {
+  TVK_CHECK(timing_ && end.timing_, "elapsed_ms needs both events created with enable_timing");
+  TVK_CHECK(stream_ && end.stream_, "elapsed_ms needs both events recorded");
+  TVK_CHECK(timestamp_slot_ != UINT32_MAX && end.timestamp_slot_ != UINT32_MAX,
+            "the device has no timestamp support");
+  synchronize();
+  end.synchronize();
+  const double start_ns = stream_->read_timestamp_ns(timestamp_slot_);
+  const double end_ns = end.stream_->read_timestamp_ns(end.timestamp_slot_);
+  return (end_ns - start_ns) / 1e6;
+}
+
+}  // namespace tvk

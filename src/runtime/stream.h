@@ -1,0 +1,123 @@
+// L1: streams. A stream records commands into a command buffer and submits them in batches;
+// completion is tracked with one timeline semaphore per stream. The host waits only in
+// synchronize(), copy_to_host() and Event::synchronize().
+//
+// Ordering contract: within a stream every command sees the writes of all earlier commands
+// (a compute+transfer memory barrier is recorded between consecutive commands). Commands of
+// different streams are unordered unless joined with Stream::wait(Event).
+//
+// Batching: the recording command buffer is submitted after TORCH_VK_SUBMIT_BATCH commands
+// (default 64) and at every sync point. Submission never waits for earlier submissions.
+//
+// Thread safety: every public method may be called from any thread (PyTorch's autograd engine
+// runs backward on its own thread); a per-stream mutex serializes recording.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "runtime/vulkan_api.h"
+
+namespace tvk {
+
+class Device;
+
+// Largest push-constant block any kernel may use (the Vulkan minimum guarantee).
+constexpr uint32_t kMaxPushConstantBytes = 128;
+
+class Stream {
+ public:
+  Stream(Device& device, uint32_t id, int priority);
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  Device& device() { return device_; }
+  uint32_t id() const { return id_; }
+  int priority() const { return priority_; }
+
+  // --- recording (asynchronous) ---
+  // Records a compute dispatch of `pipeline` (created by PipelineCache, shared layout) with
+  // `push_size` <= kMaxPushConstantBytes bytes of push constants.
+  void dispatch(VkPipeline pipeline, uint32_t groups_x, uint32_t groups_y, uint32_t groups_z,
+                const void* push, uint32_t push_size);
+  // Copies `size` bytes of kernel parameters into host-visible ring memory and returns its
+  // device address. The memory stays valid until every command recorded on this stream up to
+  // the next submit has completed. Aligned to 16 bytes.
+  uint64_t upload_params(const void* data, uint64_t size);
+  // Device-to-device copy between two allocator addresses (any alignment).
+  void copy(uint64_t src_address, uint64_t dst_address, uint64_t bytes);
+  // Fills `bytes` bytes at `dst_address` with a repeated 32-bit pattern. Address and size must
+  // be multiples of 4 (vkCmdFillBuffer); callers use a kernel otherwise.
+  void fill(uint64_t dst_address, uint64_t bytes, uint32_t pattern);
+  // Host-to-device copy. Asynchronous: the data is first copied into staging memory (on
+  // unified memory with an idle stream: straight into the destination), or, when
+  // `src` is pinned host memory of this device, copied by the device straight from it), so the
+  // caller may reuse `src` as soon as this returns, except for pinned sources, which must stay
+  // alive until the stream passes this point (HostAllocator::record_stream does that).
+  void copy_from_host(const void* src, uint64_t dst_address, uint64_t bytes);
+  // Device-to-host copy. Blocking: flushes, waits for the data, then copies it to `dst`.
+  void copy_to_host(uint64_t src_address, void* dst, uint64_t bytes);
+  // Device-to-pinned-host copy, asynchronous (dst must be pinned memory of this device).
+  void copy_to_pinned_host(uint64_t src_address, void* dst_pinned, uint64_t bytes);
+
+  // --- synchronization ---
+  // Submits what has been recorded. Returns the timeline value that is reached when all work
+  // recorded so far has completed.
+  uint64_t flush();
+  // The value flush() would return, without submitting (the point of "now" in this stream).
+  uint64_t current_point();
+  // Flushes and blocks the host until all work recorded so far has completed.
+  void synchronize();
+  // True when all work recorded so far has completed (flushes pending work first).
+  bool query();
+  // Blocks the host until the timeline reaches `value` (flushing first if needed).
+  void wait_for_point(uint64_t value);
+  // Highest completed timeline value (non-blocking).
+  uint64_t completed_point();
+  // Future work of this stream waits until `other` reaches `value` (on the device).
+  void wait_for_stream_point(Stream& other, uint64_t value);
+
+  VkSemaphore timeline() const { return timeline_; }
+
+  // Timestamp support for events: writes a timestamp after all prior work and returns the
+  // query slot; read it with read_timestamp_ns() after the slot's point completed.
+  uint32_t write_timestamp();
+  double read_timestamp_ns(uint32_t slot);
+
+ private:
+  struct Impl;
+  Device& device_;
+  uint32_t id_;
+  int priority_;
+  VkSemaphore timeline_ = VK_NULL_HANDLE;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A point in a stream (c10 Event). Recording captures the stream's current point; timing
+// events also write a device timestamp.
+class Event {
+ public:
+  explicit Event(bool enable_timing = false) : timing_(enable_timing) {}
+  void record(Stream& stream);
+  bool recorded() const { return stream_ != nullptr; }
+  // Makes `stream` wait on the device until this event completed (no host wait).
+  void block(Stream& stream) const;
+  bool query() const;
+  void synchronize() const;
+  // Milliseconds between this event and `end` (both recorded with timing enabled).
+  double elapsed_ms(const Event& end) const;
+  Stream* stream() const { return stream_; }
+  uint64_t point() const { return point_; }
+
+ private:
+  bool timing_;
+  Stream* stream_ = nullptr;
+  uint64_t point_ = 0;
+  uint32_t timestamp_slot_ = 0;
+};
+
+}  // namespace tvk

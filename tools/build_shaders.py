@@ -1,0 +1,378 @@
+#!/usr/bin/env python3
+"""Compiles torch-vk's GLSL shader variants to SPIR-V and embeds them in one C++ file.
+
+Inputs (all in --shaders):
+  elementwise_ops.toml  the element-wise op table: one variant of elementwise.comp per
+                        (op, compute kind), named "elementwise.<op>.<kind>"
+  variants.toml         the other shader families (reduce, ...): a name pattern and axes whose
+                        cartesian product gives the variants
+  *.comp / *.glsl       the GLSL sources
+
+Output (--output): a C++ file that defines
+  tvk::find_shader / tvk::all_shaders                     (src/runtime/pipeline.h)
+  tvk::kernels::elementwise_ops / find_elementwise_op /
+      elementwise_expression / shader_source              (src/kernels/kernels.h)
+
+Every variant is compiled with `glslc -O --target-env=vulkan1.2 -I <shaders> -D...` in
+parallel. A compiled variant is kept in --work under a name that contains a hash of
+everything that affects it (glslc version, flags, defines, the source and every .glsl header),
+so unchanged variants are not recompiled. A compile error fails the script (exit status 1)
+and prints glslc's message. Python 3.11+ standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import dataclasses
+import hashlib
+import itertools
+import os
+import re
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+# Compute kinds: names and codes of tvk::kernels::ComputeKind.
+KINDS = {"float32": 0, "int32": 1, "int64": 2, "float64": 3}
+KIND_GROUPS = {
+    "all": ["float32", "int32", "int64", "float64"],
+    "float": ["float32", "float64"],
+    "int": ["int32", "int64"],
+}
+GROUP_OF_KIND = {"float32": "float", "float64": "float", "int32": "int", "int64": "int"}
+OP_KEYS = {"arity", "kinds", "expr", "bool"} | set(KINDS) | {"float", "int"}
+GLSLC_FLAGS = ["-O", "--target-env=vulkan1.2"]
+
+
+class BuildError(Exception):
+    pass
+
+
+@dataclasses.dataclass
+class Variant:
+    name: str
+    source: str  # file name in the shaders directory
+    defines: list[str]
+
+
+@dataclasses.dataclass
+class ElementwiseOp:
+    name: str
+    arity: int
+    bool_result: bool
+    exprs: dict[str, str]  # kind -> expression (only the kinds it is built for)
+
+
+# ---------------------------------------------------------------- tables
+
+def load_elementwise_ops(path: Path) -> list[ElementwiseOp]:
+    """Parses and validates elementwise_ops.toml (see the comment at its top)."""
+    with open(path, "rb") as f:
+        table = tomllib.load(f)
+    ops_table = table.get("ops")
+    if not isinstance(ops_table, dict) or not ops_table:
+        raise BuildError(f"{path}: expected an [ops] table")
+    ops = []
+    for name, entry in ops_table.items():
+        where = f"{path}: op '{name}'"
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+            raise BuildError(f"{where}: op names are lower-case identifiers")
+        if not isinstance(entry, dict):
+            raise BuildError(f"{where}: expected an inline table")
+        unknown = set(entry) - OP_KEYS
+        if unknown:
+            raise BuildError(f"{where}: unknown keys {sorted(unknown)} (allowed: {sorted(OP_KEYS)})")
+        arity = entry.get("arity")
+        if not isinstance(arity, int) or not 0 <= arity <= 3:
+            raise BuildError(f"{where}: arity must be an integer in 0..3")
+        kinds_spec = entry.get("kinds")
+        if isinstance(kinds_spec, str):
+            if kinds_spec not in KIND_GROUPS:
+                raise BuildError(f"{where}: kinds must be one of {sorted(KIND_GROUPS)} or a list")
+            kinds = KIND_GROUPS[kinds_spec]
+        elif isinstance(kinds_spec, list) and kinds_spec and all(k in KINDS for k in kinds_spec):
+            kinds = [k for k in KINDS if k in kinds_spec]
+        else:
+            raise BuildError(f"{where}: kinds must be a group name or a list of {list(KINDS)}")
+        bool_result = entry.get("bool", False)
+        if not isinstance(bool_result, bool):
+            raise BuildError(f"{where}: bool must be true or false")
+        exprs = {}
+        for kind in kinds:
+            expr = entry.get(kind, entry.get(GROUP_OF_KIND[kind], entry.get("expr")))
+            if not isinstance(expr, str) or not expr.strip():
+                raise BuildError(f"{where}: no expression for kind {kind}")
+            if "\n" in expr or "//" in expr or "/*" in expr:
+                raise BuildError(f"{where}: expressions are single-line, without comments")
+            for i, var in enumerate("abc"):
+                if i >= arity and re.search(rf"\b{var}\b", expr):
+                    raise BuildError(f"{where}: expression '{expr}' uses input '{var}' but arity is {arity}")
+            exprs[kind] = expr.strip()
+        ops.append(ElementwiseOp(name, arity, bool_result, exprs))
+    return ops
+
+
+def elementwise_variants(ops: list[ElementwiseOp]) -> list[Variant]:
+    variants = []
+    for op in ops:
+        for kind, expr in op.exprs.items():
+            variants.append(Variant(
+                name=f"elementwise.{op.name}.{kind}",
+                source="elementwise.comp",
+                defines=[f"KIND={KINDS[kind]}", f"ARITY={op.arity}", f"OP_BOOL={int(op.bool_result)}",
+                         f"OP_EXPR={expr}"]))
+    return variants
+
+
+def family_variants(path: Path) -> list[Variant]:
+    """Expands variants.toml (see the comment at its top)."""
+    with open(path, "rb") as f:
+        table = tomllib.load(f)
+    variants = []
+    for index, family in enumerate(table.get("family", [])):
+        where = f"{path}: family #{index + 1}"
+        source, pattern = family.get("source"), family.get("name")
+        if not isinstance(source, str) or not isinstance(pattern, str):
+            raise BuildError(f"{where}: needs 'source' and 'name'")
+        common = family.get("defines", "").split()
+        axes = family.get("axes", {})
+        axis_names = list(axes)
+        for axis in axis_names:
+            if not isinstance(axes[axis], dict) or not axes[axis]:
+                raise BuildError(f"{where}: axes.{axis} must map values to define strings")
+        for combo in itertools.product(*(list(axes[a].items()) for a in axis_names)):
+            values = {a: value for a, (value, _) in zip(axis_names, combo)}
+            try:
+                name = pattern.format(**values)
+            except KeyError as e:
+                raise BuildError(f"{where}: name pattern uses unknown axis {e}") from None
+            defines = common + [d for _, defs in combo for d in defs.split()]
+            variants.append(Variant(name, source, defines))
+    return variants
+
+
+# ---------------------------------------------------------------- compilation
+
+def glslc_version(glslc: str) -> str:
+    try:
+        out = subprocess.run([glslc, "--version"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise BuildError(f"cannot run glslc '{glslc}': {e}") from None
+    return out.stdout
+
+
+def variant_hash(variant: Variant, shaders: Path, headers_digest: str, glslc_id: str) -> str:
+    h = hashlib.sha256()
+    for part in [glslc_id, " ".join(GLSLC_FLAGS), variant.source, *variant.defines, headers_digest]:
+        h.update(part.encode())
+        h.update(b"\0")
+    h.update((shaders / variant.source).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def compile_variant(glslc: str, shaders: Path, work: Path, variant: Variant, digest: str) -> tuple[Path, bool]:
+    """Returns (spv path, whether glslc ran). Raises BuildError with glslc's message."""
+    out = work / f"{variant.name}.{digest}.spv"
+    if out.exists():
+        return out, False
+    tmp = work / f"{variant.name}.{digest}.spv.tmp{os.getpid()}"
+    cmd = [glslc, *GLSLC_FLAGS, "-fshader-stage=compute", "-I", str(shaders),
+           *(f"-D{d}" for d in variant.defines), str(shaders / variant.source), "-o", str(tmp)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise BuildError(f"glslc failed for shader variant '{variant.name}'\n"
+                         f"command: {' '.join(repr(c) if ' ' in c else c for c in cmd)}\n"
+                         f"{proc.stdout}{proc.stderr}")
+    os.replace(tmp, out)
+    return out, True
+
+
+# ---------------------------------------------------------------- C++ output
+
+def cpp_string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def spirv_words(path: Path) -> list[int]:
+    data = path.read_bytes()
+    if len(data) % 4 != 0 or len(data) < 20 or int.from_bytes(data[:4], "little") != 0x07230203:
+        raise BuildError(f"{path}: not a little-endian SPIR-V module")
+    return [int.from_bytes(data[i:i + 4], "little") for i in range(0, len(data), 4)]
+
+
+def write_cpp(output: Path, binaries: list[tuple[str, Path]], ops: list[ElementwiseOp],
+              headers: dict[str, str]) -> None:
+    lines = [
+        "// Generated by tools/build_shaders.py from shaders/. Do not edit.",
+        "#include <algorithm>",
+        "#include <cstdint>",
+        "#include <iterator>",
+        "#include <string_view>",
+        "#include <vector>",
+        "",
+        '#include "kernels/kernels.h"',
+        '#include "runtime/pipeline.h"',
+        "",
+        "namespace tvk {",
+        "namespace {",
+    ]
+    binaries = sorted(binaries)  # find_shader binary-searches by name
+    for index, (name, path) in enumerate(binaries):
+        words = spirv_words(path)
+        lines.append(f"// {name}")
+        lines.append(f"alignas(16) const uint32_t kSpirv{index}[{len(words)}] = {{")
+        for i in range(0, len(words), 12):
+            lines.append("".join(f"0x{w:08x}," for w in words[i:i + 12]))
+        lines.append("};")
+    lines.append("const ShaderBinary kShaders[] = {")
+    for index, (name, _) in enumerate(binaries):
+        lines.append(f"    {{{cpp_string(name)}, kSpirv{index}, sizeof(kSpirv{index})}},")
+    lines += [
+        "};",
+        "}  // namespace",
+        "",
+        "const std::vector<ShaderBinary>& all_shaders() {",
+        "  static const std::vector<ShaderBinary> shaders(std::begin(kShaders), std::end(kShaders));",
+        "  return shaders;",
+        "}",
+        "",
+        "const ShaderBinary* find_shader(std::string_view name) {",
+        "  auto it = std::lower_bound(std::begin(kShaders), std::end(kShaders), name,",
+        "                             [](const ShaderBinary& s, std::string_view n) { return std::string_view(s.name) < n; });",
+        "  return (it != std::end(kShaders) && name == it->name) ? &*it : nullptr;",
+        "}",
+        "}  // namespace tvk",
+        "",
+        "namespace tvk::kernels {",
+        "namespace {",
+        "// Expressions per compute kind (float32, int32, int64, float64), nullptr when not built.",
+        "const char* const kOpExpressions[][4] = {",
+    ]
+    for op in ops:
+        cells = [cpp_string(op.exprs[k]) if k in op.exprs else "nullptr" for k in KINDS]
+        lines.append(f"    {{{', '.join(cells)}}},  // {op.name}")
+    lines.append("};")
+    order = sorted(range(len(ops)), key=lambda i: ops[i].name)
+    lines.append("// Indices of elementwise_ops() sorted by name.")
+    lines.append(f"const int kOpsByName[] = {{{', '.join(str(i) for i in order)}}};")
+    lines.append("struct HeaderSource { const char* name; const char* text; };")
+    lines.append("const HeaderSource kHeaders[] = {")
+    for name, text in sorted(headers.items()):
+        if ')tvkglsl"' in text:
+            raise BuildError(f"{name}: contains the raw-string delimiter )tvkglsl\"")
+        lines.append(f'    {{{cpp_string(name)}, R"tvkglsl({text})tvkglsl"}},')
+    lines += [
+        "};",
+        "}  // namespace",
+        "",
+        "const std::vector<ElementwiseOpInfo>& elementwise_ops() {",
+        "  static const std::vector<ElementwiseOpInfo> ops = {",
+    ]
+    for op in ops:
+        mask = sum(1 << KINDS[k] for k in op.exprs)
+        lines.append(f"      {{{cpp_string(op.name)}, {op.arity}, {'true' if op.bool_result else 'false'}, 0x{mask:x}u}},")
+    lines += [
+        "  };",
+        "  return ops;",
+        "}",
+        "",
+        "const ElementwiseOpInfo* find_elementwise_op(std::string_view name) {",
+        "  const auto& ops = elementwise_ops();",
+        "  auto it = std::lower_bound(std::begin(kOpsByName), std::end(kOpsByName), name,",
+        "                             [&](int i, std::string_view n) { return std::string_view(ops[i].name) < n; });",
+        "  return (it != std::end(kOpsByName) && name == ops[*it].name) ? &ops[*it] : nullptr;",
+        "}",
+        "",
+        "const char* elementwise_expression(const ElementwiseOpInfo& op, ComputeKind kind) {",
+        "  const auto& ops = elementwise_ops();",
+        "  int k = static_cast<int>(kind);",
+        "  if (&op < ops.data() || &op >= ops.data() + ops.size() || k < 0 || k > 3) return nullptr;",
+        "  return kOpExpressions[&op - ops.data()][k];",
+        "}",
+        "",
+        "std::string_view shader_source(std::string_view file_name) {",
+        "  for (const auto& h : kHeaders)",
+        "    if (file_name == h.name) return h.text;",
+        "  return {};",
+        "}",
+        "}  // namespace tvk::kernels",
+        "",
+    ]
+    text = "\n".join(lines)
+    tmp = output.with_name(output.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, output)
+
+
+# ---------------------------------------------------------------- main
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--glslc", default="glslc", help="glslc executable")
+    parser.add_argument("--shaders", required=True, type=Path, help="the shaders/ directory")
+    parser.add_argument("--work", required=True, type=Path, help="directory for compiled .spv files")
+    parser.add_argument("--output", type=Path, help="the C++ file to write")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel glslc processes")
+    parser.add_argument("--list", action="store_true", help="print the variants and exit")
+    args = parser.parse_args(argv)
+    start = time.monotonic()
+    try:
+        shaders = args.shaders.resolve()
+        ops = load_elementwise_ops(shaders / "elementwise_ops.toml")
+        variants = elementwise_variants(ops)
+        if (shaders / "variants.toml").exists():
+            variants += family_variants(shaders / "variants.toml")
+        names = [v.name for v in variants]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise BuildError(f"duplicate shader variant names: {duplicates}")
+        if args.list:
+            for v in variants:
+                print(v.name, v.source, " ".join(v.defines))
+            return 0
+        if args.output is None:
+            raise BuildError("--output is required")
+        headers = {p.name: p.read_text() for p in sorted(shaders.glob("*.glsl"))}
+        headers_digest = hashlib.sha256("".join(f"{n}\0{t}\0" for n, t in headers.items()).encode()).hexdigest()
+        glslc_id = glslc_version(args.glslc)
+        work = args.work.resolve()
+        work.mkdir(parents=True, exist_ok=True)
+        jobs = [(v, variant_hash(v, shaders, headers_digest, glslc_id)) for v in variants]
+        compiled, results, errors = 0, {}, []
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            futures = {pool.submit(compile_variant, args.glslc, shaders, work, v, d): v for v, d in jobs}
+            for future in concurrent.futures.as_completed(futures):
+                v = futures[future]
+                try:
+                    path, ran = future.result()
+                    results[v.name] = path
+                    compiled += ran
+                except BuildError as e:
+                    errors.append(str(e))
+        if errors:
+            for e in sorted(errors):
+                print(e, file=sys.stderr)
+            print(f"build_shaders.py: {len(errors)} shader variant(s) failed to compile", file=sys.stderr)
+            return 1
+        # Drop stale builds of the same variants (older hashes) so --work does not grow forever.
+        keep = {p.name for p in results.values()}
+        known = set(results)
+        for p in work.glob("*.spv"):
+            if p.name not in keep and p.name.rsplit(".", 2)[0] in known:
+                p.unlink(missing_ok=True)
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        write_cpp(args.output, [(v.name, results[v.name]) for v in variants], ops, headers)
+        print(f"build_shaders.py: {len(variants)} shader variants ({compiled} compiled, "
+              f"{len(variants) - compiled} up to date) in {time.monotonic() - start:.1f} s -> {args.output}")
+        return 0
+    except BuildError as e:
+        print(f"build_shaders.py: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

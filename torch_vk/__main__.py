@@ -1,0 +1,102 @@
+"""Command line: ``python -m torch_vk info | bench | coverage``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):.0f} MiB"
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    import torch
+
+    import torch_vk
+    from torch_vk import vk
+
+    print(f"torch-vk {torch_vk.__version__}")
+    print(f"torch {torch.__version__}")
+    native = torch_vk._C
+    if native is None:
+        print(f"native extension: not loaded ({torch_vk._import_error})")
+        return 1
+    loader = native._loader_version()
+    print(f"Vulkan loader: {loader or 'not found'}")
+    print(f"fallback mode: {torch_vk.fallback_mode()}")
+    if native._validation_enabled():
+        print("validation layer: enabled")
+    count = vk.device_count()
+    if count == 0:
+        print(f"vk devices: none ({vk._unavailable_reason()})")
+        return 1
+    print(f"vk devices: {count}")
+    for i in range(count):
+        p = native._get_device_properties(i)
+        print()
+        print(f"vk:{i}  {p['name']}")
+        print(f"  vendor            {p['vendor']} (0x{p['vendor_id']:04x}), device 0x{p['device_id']:04x}")
+        print(f"  type              {p['device_type']}")
+        print(f"  driver            {p['driver_name']} {p['driver_info']}".rstrip())
+        print(f"  driver version    {p['driver_version']}")
+        print(f"  API version       {p['api_version']}")
+        print(f"  memory            {_mib(p['total_memory'])} "
+              f"({'unified' if p['unified_memory'] else 'discrete'} memory)")
+        if p.get("missing_requirements"):
+            print(f"  NOT USABLE        missing: {p['missing_requirements']}")
+        print("  capabilities")
+        print(f"    float16 {_yes(p['float16'])}, float64 {_yes(p['float64'])}, "
+              f"int8 {_yes(p['int8'])}, int16 {_yes(p['int16'])}, int64 {_yes(p['int64'])}")
+        print(f"    8-bit storage {_yes(p['storage_8bit'])}, "
+              f"16-bit storage {_yes(p['storage_16bit'])}")
+        ops = [name for name in ("basic", "vote", "arithmetic", "ballot", "shuffle")
+               if p[f"subgroup_{name}"]]
+        print(f"    subgroup size {p['subgroup_size']}, ops: {', '.join(ops) or 'none'}")
+        print(f"    cooperative matrix {_yes(p['cooperative_matrix'])}, "
+              f"buffer device address {_yes(p['buffer_device_address'])}, "
+              f"timeline semaphore {_yes(p['timeline_semaphore'])}")
+        print(f"    float32 atomic add {_yes(p['float32_atomic_add'])}, "
+              f"int64 atomics {_yes(p['int64_atomics'])}, "
+              f"memory budget {_yes(p['memory_budget'])}")
+        print("  limits")
+        print(f"    maxStorageBufferRange        {p['max_storage_buffer_range']} "
+              f"({_mib(p['max_storage_buffer_range'])})")
+        print(f"    maxMemoryAllocationSize      {_mib(p['max_memory_allocation_size'])}")
+        print(f"    maxBufferSize                {_mib(p['max_buffer_size'])}")
+        print(f"    maxComputeWorkGroupCount     {tuple(p['max_workgroup_count'])}")
+        print(f"    maxComputeWorkGroupSize      {tuple(p['max_workgroup_size'])}")
+        print(f"    maxComputeWorkGroupInvocations {p['max_workgroup_invocations']}")
+        print(f"    maxComputeSharedMemorySize   {p['max_shared_memory_size']} bytes")
+        print(f"    maxPushConstantsSize         {p['max_push_constants_size']} bytes")
+        ts = p["timestamp_period_ns"]
+        print(f"    timestampPeriod              {f'{ts} ns' if ts else 'no timestamps'}")
+    return 0
+
+
+def cmd_not_yet(args: argparse.Namespace) -> int:
+    print(f"torch-vk {args.command}: not yet implemented")
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m torch_vk",
+                                     description="torch-vk: PyTorch on Vulkan devices")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_info = sub.add_parser("info", help="versions, devices, capabilities and limits")
+    p_info.set_defaults(func=cmd_info)
+    p_bench = sub.add_parser("bench", help="benchmarks vk against the CPU (not yet implemented)")
+    p_bench.set_defaults(func=cmd_not_yet)
+    p_cov = sub.add_parser("coverage",
+                           help="OpInfo conformance of native vk kernels (not yet implemented)")
+    p_cov.set_defaults(func=cmd_not_yet)
+    args, _unknown = parser.parse_known_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

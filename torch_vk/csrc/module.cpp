@@ -1,0 +1,291 @@
+// torch_vk._C: the Python bindings of the device module (torch.vk), memory statistics,
+// counters, fallback control and validation-layer access.
+//
+// Importing this module must work on a machine without Vulkan: nothing here touches the
+// Vulkan loader at import; every function queries the runtime lazily.
+#include <torch/csrc/Event.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <ATen/Context.h>
+#include <c10/core/CachingDeviceAllocator.h>
+
+#include <string>
+
+#include "aten/generator.h"
+#include "aten/vk_backend.h"
+#include "aten/vk_common.h"
+#include "runtime/allocator.h"
+#include "runtime/device.h"
+
+namespace py = pybind11;
+
+namespace tvk::aten {
+namespace {
+
+std::string version_string(uint32_t v) {
+  return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) +
+         "." + std::to_string(VK_API_VERSION_PATCH(v));
+}
+
+std::string unavailable_reason() {
+  try {
+    if (in_bad_fork()) return "the vk device was initialized before fork(); use 'spawn'";
+    return tvk::Runtime::get().unavailable_reason();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+py::dict device_properties(c10::DeviceIndex index) {
+  index = checked_device_index(index);
+  const tvk::DeviceCapabilities& c = tvk::Runtime::get().capabilities(index);
+  py::dict d;
+  d["index"] = int(index);
+  d["name"] = c.name;
+  d["vendor"] = c.vendor;
+  d["device_type"] = c.device_type;
+  d["driver_name"] = c.driver_name;
+  d["driver_info"] = c.driver_info;
+  d["vendor_id"] = c.vendor_id;
+  d["device_id"] = c.device_id;
+  d["api_version"] = version_string(c.api_version);
+  d["driver_version"] = c.driver_version;
+  d["pipeline_cache_uuid"] =
+      py::bytes(reinterpret_cast<const char*>(c.pipeline_cache_uuid.data()),
+                c.pipeline_cache_uuid.size());
+  d["total_memory"] = c.device_local_heap_size;
+  d["unified_memory"] = c.unified_memory;
+  // Capabilities.
+  d["float16"] = c.float16;
+  d["float64"] = c.float64;
+  d["int8"] = c.int8;
+  d["int16"] = c.int16;
+  d["int64"] = c.int64;
+  d["storage_8bit"] = c.storage_8bit;
+  d["storage_16bit"] = c.storage_16bit;
+  d["buffer_device_address"] = c.buffer_device_address;
+  d["timeline_semaphore"] = c.timeline_semaphore;
+  d["float32_atomic_add"] = c.float32_atomic_add;
+  d["int64_atomics"] = c.int64_atomics;
+  d["cooperative_matrix"] = c.cooperative_matrix;
+  d["memory_budget"] = c.memory_budget;
+  d["subgroup_size"] = c.subgroup_size;
+  d["subgroup_basic"] = c.subgroup_basic;
+  d["subgroup_vote"] = c.subgroup_vote;
+  d["subgroup_arithmetic"] = c.subgroup_arithmetic;
+  d["subgroup_ballot"] = c.subgroup_ballot;
+  d["subgroup_shuffle"] = c.subgroup_shuffle;
+  // Limits.
+  d["max_storage_buffer_range"] = c.max_storage_buffer_range;
+  d["max_memory_allocation_size"] = c.max_memory_allocation_size;
+  d["max_buffer_size"] = c.max_buffer_size;
+  d["max_workgroup_count"] =
+      py::make_tuple(c.max_workgroup_count[0], c.max_workgroup_count[1], c.max_workgroup_count[2]);
+  d["max_workgroup_size"] =
+      py::make_tuple(c.max_workgroup_size[0], c.max_workgroup_size[1], c.max_workgroup_size[2]);
+  d["max_workgroup_invocations"] = c.max_workgroup_invocations;
+  d["max_shared_memory_size"] = c.max_shared_memory_size;
+  d["max_push_constants_size"] = c.max_push_constants_size;
+  d["timestamp_period_ns"] = c.timestamp_period_ns;
+  d["missing_requirements"] = c.missing_requirements();
+  return d;
+}
+
+void add_stat(py::dict& d, const std::string& name, const c10::CachingAllocator::Stat& s) {
+  d[py::str(name + ".current")] = s.current;
+  d[py::str(name + ".peak")] = s.peak;
+  d[py::str(name + ".allocated")] = s.allocated;
+  d[py::str(name + ".freed")] = s.freed;
+}
+
+void add_stat_array(py::dict& d, const std::string& name,
+                    const c10::CachingAllocator::StatArray& a) {
+  static const char* pools[] = {"all", "small_pool", "large_pool"};
+  for (size_t i = 0; i < 3 && i < a.size(); ++i) add_stat(d, name + "." + pools[i], a[i]);
+}
+
+py::dict memory_stats(c10::DeviceIndex index) {
+  auto s = device_allocator()->getDeviceStats(checked_device_index(index));
+  py::dict d;
+  add_stat_array(d, "allocation", s.allocation);
+  add_stat_array(d, "segment", s.segment);
+  add_stat_array(d, "active", s.active);
+  add_stat_array(d, "allocated_bytes", s.allocated_bytes);
+  add_stat_array(d, "reserved_bytes", s.reserved_bytes);
+  add_stat_array(d, "active_bytes", s.active_bytes);
+  add_stat_array(d, "inactive_split_bytes", s.inactive_split_bytes);
+  add_stat_array(d, "requested_bytes", s.requested_bytes);
+  d["num_alloc_retries"] = s.num_alloc_retries;
+  d["num_ooms"] = s.num_ooms;
+  d["num_device_alloc"] = s.num_device_alloc;
+  d["num_device_free"] = s.num_device_free;
+  return d;
+}
+
+py::tuple stream_tuple(const c10::Stream& s) {
+  return py::make_tuple(s.id(), int(s.device_index()), static_cast<int>(s.device_type()));
+}
+
+}  // namespace
+}  // namespace tvk::aten
+
+PYBIND11_MODULE(_C, m) {
+  using namespace tvk::aten;
+  m.doc() = "torch-vk native extension (PrivateUse1 backend \"vk\")";
+  // c10 errors keep their Python types (torch.OutOfMemoryError, NotImplementedError, ...).
+  py::register_local_exception_translator([](std::exception_ptr p) {
+    if (p) torch::translate_exception_to_python(p);
+  });
+
+  // ---- devices ----
+  m.def("_is_available", [] { return device_count_noexcept() > 0; });
+  m.def("_unavailable_reason", [] { return unavailable_reason(); });
+  m.def("_device_count", [] { return int(device_count_noexcept()); });
+  m.def("_get_device", [] { return int(current_device_index()); });
+  m.def("_set_device", [](int index) {
+    if (index < 0) return;
+    set_current_device_index(checked_device_index(static_cast<c10::DeviceIndex>(index)));
+  });
+  m.def("_exchange_device", [](int index) {
+    if (index < 0) return -1;
+    int old = current_device_index();
+    if (index != old)
+      set_current_device_index(checked_device_index(static_cast<c10::DeviceIndex>(index)));
+    return old;
+  });
+  m.def("_maybe_exchange_device", [](int index) {
+    if (index < 0) return -1;
+    int old = current_device_index();
+    if (index < device_count_noexcept() && index != old)
+      set_current_device_index(static_cast<c10::DeviceIndex>(index));
+    return old;
+  });
+  m.def("_is_initialized", [](int index) { return device_initialized(index); });
+  m.def("_init", [] {
+    check_available();
+    at::globalContext().lazyInitDevice(c10::DeviceType::PrivateUse1);
+  });
+  m.def("_is_in_bad_fork", [] { return in_bad_fork(); });
+  m.def(
+      "_synchronize",
+      [](int index) {
+        c10::DeviceIndex i = checked_device_index(static_cast<c10::DeviceIndex>(index));
+        if (!device_initialized(i)) return;
+        translate_errors([&] { vk_device(i).synchronize(); });
+      },
+      py::arg("device") = -1, py::call_guard<py::gil_scoped_release>());
+  m.def("_get_device_properties", [](int index) { return device_properties(index); },
+        py::arg("device") = -1);
+  m.def("_get_default_generator", [](int index) {
+    const at::Generator& gen = default_generator(static_cast<c10::DeviceIndex>(index));
+    return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(gen));
+  });
+
+  // ---- streams: (stream_id, device_index, device_type) triples for torch.Stream ----
+  m.def("_current_stream", [](int index) { return stream_tuple(current_c10_stream(index)); },
+        py::arg("device") = -1);
+  m.def("_default_stream", [](int index) {
+    c10::DeviceIndex i = index < 0 ? current_device_index() : static_cast<c10::DeviceIndex>(index);
+    return stream_tuple(c10::Stream(c10::Stream::UNSAFE,
+                                    c10::Device(c10::DeviceType::PrivateUse1, i), 0));
+  }, py::arg("device") = -1);
+  m.def("_set_stream", [](int64_t stream_id, int index) {
+    c10::DeviceIndex i = checked_device_index(static_cast<c10::DeviceIndex>(index));
+    set_current_c10_stream(c10::Stream(c10::Stream::UNSAFE,
+                                       c10::Device(c10::DeviceType::PrivateUse1, i), stream_id));
+  });
+
+  // torch.Event.elapsed_time rejects subclasses of torch.Event as its argument; torch.vk.Event
+  // measures through this instead.
+  m.def("_event_elapsed_time", [](py::handle start, py::handle end) {
+    for (py::handle h : {start, end}) {
+      TORCH_CHECK_TYPE(PyObject_IsInstance(h.ptr(), reinterpret_cast<PyObject*>(&THPEventType)) == 1,
+                       "torch-vk: expected a torch.Event, got ", py::repr(h).cast<std::string>());
+    }
+    const c10::Event& a = reinterpret_cast<THPEvent*>(start.ptr())->event;
+    const c10::Event& b = reinterpret_cast<THPEvent*>(end.ptr())->event;
+    py::gil_scoped_release no_gil;
+    return a.elapsedTime(b);
+  });
+
+  // ---- memory ----
+  m.def("_memory_stats", [](int index) { return memory_stats(index); }, py::arg("device") = -1);
+  m.def("_memory_summary", [](int index) -> std::string {
+    c10::DeviceIndex i = checked_device_index(static_cast<c10::DeviceIndex>(index));
+    if (!device_initialized(i)) return "";
+    return vk_device(i).allocator().summary();
+  }, py::arg("device") = -1);
+  m.def("_empty_cache", [] { device_allocator()->emptyCache(); },
+        py::call_guard<py::gil_scoped_release>());
+  m.def("_reset_peak_memory_stats", [](int index) {
+    device_allocator()->resetPeakStats(static_cast<c10::DeviceIndex>(index));
+  }, py::arg("device") = -1);
+  m.def("_reset_accumulated_memory_stats", [](int index) {
+    device_allocator()->resetAccumulatedStats(static_cast<c10::DeviceIndex>(index));
+  }, py::arg("device") = -1);
+  m.def("_mem_get_info", [](int index) {
+    auto info = device_allocator()->getMemoryInfo(static_cast<c10::DeviceIndex>(index));
+    return py::make_tuple(info.first, info.second);
+  }, py::arg("device") = -1);
+  m.def("_host_memory_stats", [] {
+    py::dict d;
+    if (!device_initialized(0)) {
+      d["allocated_bytes"] = 0;
+      d["reserved_bytes"] = 0;
+      return d;
+    }
+    auto& host = vk_device(0).host_allocator();
+    d["allocated_bytes"] = host.allocated_bytes();
+    d["reserved_bytes"] = host.reserved_bytes();
+    return d;
+  });
+  m.def("_host_empty_cache", [] {
+    if (device_initialized(0)) vk_device(0).host_allocator().empty_cache();
+  });
+
+  // ---- counters ----
+  m.def("_stats", [] {
+    auto& c = tvk::Runtime::get().counters();
+    py::dict d;
+    d["dispatches"] = c.dispatches.load();
+    d["transfers"] = c.transfers.load();
+    d["submits"] = c.submits.load();
+    d["host_waits"] = c.host_waits.load();
+    d["pipelines_created"] = c.pipelines_created.load();
+    py::dict fallbacks;
+    for (const auto& [op, count] : fallback_counts()) fallbacks[py::str(op)] = count;
+    d["fallbacks"] = fallbacks;
+    return d;
+  });
+  m.def("_reset_stats", [] {
+    auto& c = tvk::Runtime::get().counters();
+    c.dispatches = 0;
+    c.transfers = 0;
+    c.submits = 0;
+    c.host_waits = 0;
+    c.pipelines_created = 0;
+    reset_fallback_counts();
+  });
+
+  // ---- fallback ----
+  m.def("_set_fallback_mode", [](const std::string& mode) { set_fallback_mode(mode); });
+  m.def("_get_fallback_mode", [] { return std::string(fallback_mode_name(fallback_mode())); });
+
+  // ---- validation layer / loader ----
+  m.def("_validation_enabled", [] {
+    device_count_noexcept();  // discovery decides whether the layer is on
+    return tvk::Runtime::get().validation_enabled();
+  });
+  m.def("_validation_error_count",
+        [] { return tvk::Runtime::get().validation_error_count(); });
+  m.def("_validation_messages", [] { return tvk::Runtime::get().validation_messages(); });
+  m.def("_loader_version", []() -> std::string {
+    try {
+      return tvk::Runtime::get().loader_version_string();
+    } catch (const std::exception&) {
+      return "";
+    }
+  });
+}
