@@ -4,8 +4,8 @@
 Inputs (all in --shaders):
   elementwise_ops.toml  the element-wise op table: one variant of elementwise.comp per
                         (op, compute kind), named "elementwise.<op>.<kind>"
-  variants.toml         the other shader families (reduce, ...): a name pattern and axes whose
-                        cartesian product gives the variants
+  *.variants.toml       the other shader families (reduce, gemm, ...), one file each: a
+                        name pattern and axes whose cartesian product gives the variants
   *.comp / *.glsl       the GLSL sources
 
 Output (--output): a C++ file that defines
@@ -128,7 +128,7 @@ def elementwise_variants(ops: list[ElementwiseOp]) -> list[Variant]:
 
 
 def family_variants(path: Path) -> list[Variant]:
-    """Expands variants.toml (see the comment at its top)."""
+    """Expands one <family>.variants.toml (see the comment at the top of reduce.variants.toml)."""
     with open(path, "rb") as f:
         table = tomllib.load(f)
     variants = []
@@ -324,8 +324,8 @@ def main(argv: list[str]) -> int:
         shaders = args.shaders.resolve()
         ops = load_elementwise_ops(shaders / "elementwise_ops.toml")
         variants = elementwise_variants(ops)
-        if (shaders / "variants.toml").exists():
-            variants += family_variants(shaders / "variants.toml")
+        for table in sorted(shaders.glob("*.variants.toml")):
+            variants += family_variants(table)
         names = [v.name for v in variants]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
