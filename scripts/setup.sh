@@ -36,7 +36,7 @@ if ! "$VPY" -c "import torch" >/dev/null 2>&1; then
   echo "== installing ${TORCH_VK_TORCH_SPEC:-torch==2.13.0}"
   "$VPY" -m pip install -q "${TORCH_VK_TORCH_SPEC:-torch==2.13.0}"
 fi
-"$VPY" -m pip install -q "setuptools>=64" wheel pytest expecttest numpy
+"$VPY" -m pip install -q --upgrade "setuptools>=70.1" wheel pytest expecttest numpy
 
 echo "== building torch-vk"
 "$VPY" -m pip install -q --no-build-isolation .

@@ -77,6 +77,27 @@ def _register() -> None:
     if not hasattr(torch.Tensor, "is_" + _BACKEND_NAME):
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_storage=True)
+    _install_printing_hook()
+
+
+def _install_printing_hook() -> None:
+    """Formats vk tensors from one host copy, as PyTorch does for xla/lazy/mtia tensors:
+    the formatter's helper ops (masked_select, min/max, per-element reads) would otherwise
+    each run on the device and wait for it."""
+    from torch import _tensor_str
+
+    original = getattr(_tensor_str, "_tensor_str", None)
+    if original is None or getattr(original, "_torch_vk_wrapped", False):
+        return
+
+    def _tensor_str_via_host(self, indent):
+        if self.device.type == _BACKEND_NAME:
+            with torch.no_grad():
+                self = self.cpu()
+        return original(self, indent)
+
+    _tensor_str_via_host._torch_vk_wrapped = True
+    _tensor_str._tensor_str = _tensor_str_via_host
 
 
 _register_error: str | None = None

@@ -22,7 +22,7 @@ __all__ = [
     "reset_peak_memory_stats", "reset_accumulated_memory_stats", "reset_max_memory_allocated",
     "memory_stats", "memory_summary", "empty_cache", "mem_get_info", "host_memory_stats",
     "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state",
-    "set_rng_state", "get_rng_state_all", "set_rng_state_all", "default_generators",
+    "set_rng_state", "get_rng_state_all", "set_rng_state_all",
     "Stream", "Event", "current_stream", "default_stream", "set_stream", "stream",
     "get_amp_supported_dtype", "is_bf16_supported",
 ]
@@ -302,13 +302,26 @@ def host_memory_stats() -> dict[str, int]:
 
 # ---------------------------------------------------------------------------- random
 
+_default_generators: dict[int, torch.Generator] = {}
+
+
+def _default_generator(index: int) -> torch.Generator:
+    gen = _default_generators.get(index)
+    if gen is None:
+        gen = _default_generators.setdefault(index, _require_native()._get_default_generator(index))
+    return gen
+
+
 def _generator(device: Any = None) -> torch.Generator:
     _lazy_init()
-    return _C._get_default_generator(_get_device_index(device, optional=True))
+    return _default_generator(_get_device_index(device, optional=True))
 
 
-def default_generators() -> tuple[torch.Generator, ...]:
-    return tuple(_C._get_default_generator(i) for i in range(device_count())) if _C else ()
+def __getattr__(name: str) -> Any:
+    # torch.vk.default_generators: one torch.Generator per device (like torch.cuda's).
+    if name == "default_generators":
+        return tuple(_default_generator(i) for i in range(device_count()))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_rng_state(device: Any = "vk") -> torch.Tensor:
@@ -335,28 +348,28 @@ def manual_seed(seed: int) -> None:
     """Seeds the current vk device (silently does nothing without a device)."""
     if device_count() == 0:
         return
-    _C._get_default_generator(current_device()).manual_seed(int(seed))
+    _default_generator(current_device()).manual_seed(int(seed))
 
 
 def manual_seed_all(seed: int) -> None:
     """Seeds every vk device (silently does nothing without a device)."""
     for i in range(device_count()):
-        _C._get_default_generator(i).manual_seed(int(seed))
+        _default_generator(i).manual_seed(int(seed))
 
 
 def seed() -> None:
     if device_count() == 0:
         return
-    _C._get_default_generator(current_device()).seed()
+    _default_generator(current_device()).seed()
 
 
 def seed_all() -> None:
     n = device_count()
     if n == 0:
         return
-    random_seed = _C._get_default_generator(0).seed()
+    random_seed = _default_generator(0).seed()
     for i in range(1, n):
-        _C._get_default_generator(i).manual_seed(random_seed)
+        _default_generator(i).manual_seed(random_seed)
 
 
 def initial_seed() -> int:

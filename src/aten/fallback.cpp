@@ -71,9 +71,13 @@ void vk_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     if (mode == FallbackMode::Warn) first = r.warned.insert(label).second;
   }
   if (first) {
-    TORCH_WARN("torch-vk: ", label,
-               " has no native vk kernel; it runs on the CPU (copies in and out). Set "
-               "TORCH_VK_FALLBACK=error to forbid, =silent to hide.");
+    // verbatim and no file: the Python warning points at the user's line, without a
+    // "(Triggered internally at fallback.cpp)" suffix.
+    c10::warn(c10::Warning(c10::UserWarning(), c10::SourceLocation{__func__, nullptr, 0},
+                           "torch-vk: " + label +
+                               " has no native vk kernel; it runs on the CPU (copies in and "
+                               "out). Set TORCH_VK_FALLBACK=error to forbid, =silent to hide.",
+                           /*verbatim=*/true));
   }
   at::native::cpu_fallback(op, stack);
 }

@@ -107,7 +107,8 @@ struct VkGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 
 #ifdef TVK_HAS_DEVICE_CAPABILITY
-  c10::DeviceCapability getDeviceCapability(c10::Device d) const override {
+  // Not in every supported torch version's interface: no `override`.
+  c10::DeviceCapability getDeviceCapability(c10::Device d) const {
     c10::DeviceIndex index = checked_device_index(index_of(d));
     c10::DeviceCapability cap;
     cap.capability_data.capability_bits = 0;
