@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything torch-vk needs on a fresh Debian 12/13 machine (run as root, or with
-# sudo available) and builds + installs the package into ./.venv.
+# sudo available) and builds + installs the package into ./.venv (editable).
 #   - Debian packages: compiler, CMake, Ninja, the Vulkan loader/headers, glslc, the Mesa
 #     Vulkan drivers (lavapipe runs Vulkan on the CPU), the Khronos validation layer, GoogleTest.
 #   - Python: a virtual environment with torch (2.11-2.14; default torch==2.13.0) and the
@@ -39,5 +39,8 @@ fi
 "$VPY" -m pip install -q --upgrade "setuptools>=70.1" wheel pytest expecttest numpy
 
 echo "== building torch-vk"
-"$VPY" -m pip install -q --no-build-isolation .
+# Editable install: the extension is built into ./torch_vk, so the package imported from this
+# checkout (the working directory is on sys.path for `python -c` / `python -m`) is the
+# installed one.
+"$VPY" -m pip install -q --no-build-isolation -e .
 "$VPY" -c "import torch, torch_vk; print('torch', torch.__version__, '| torch-vk', torch_vk.__version__, '| vk available:', torch.vk.is_available())"
