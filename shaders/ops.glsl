@@ -22,21 +22,56 @@ T tvk_relu(T a) { return a < T(0) ? T(0) : a; }
 T tvk_sign(T a) { return tvk_bool(a > T(0)) - tvk_bool(a < T(0)); }
 
 #if !T_IS_FLOAT
+// Integer sign / range tests written with min: Mesa 22.3's NIR (lavapipe) miscompiles a
+// comparison with a constant of a 32-bit value sign-extended to 64 bits (`int64_t(x) < 0` is
+// always false), which is what an int32 operand of an int64 kernel is; these forms avoid it.
+bool tvk_ineg(T x) { return min(x, T(0)) != T(0); }  // x < 0
+bool tvk_ige(T x, T c) { return min(x, c) == c; }     // x >= c
+
 // Integer power by squaring (wraps like C); negative exponents as torch: 1 for base 1,
 // +-1 for base -1, else 0.
 T tvk_ipow(T a, T b) {
-  if (b < T(0)) {
+  if (tvk_ineg(b)) {
     if (a == T(1)) return T(1);
     if (a == T(-1)) return (b & T(1)) != T(0) ? T(-1) : T(1);
     return T(0);
   }
   T r = T(1);
-  while (b > T(0)) {
+  while (b != T(0)) {
     if ((b & T(1)) != T(0)) r *= a;
     a *= a;
     b >>= T(1);
   }
   return r;
+}
+
+// C division and remainder (truncating toward zero). Division by zero gives quotient 0 and
+// remainder a (PyTorch's CPU kernels raise ZeroDivisionError, which a device kernel cannot);
+// b = -1 is special-cased so that the minimum value wraps instead of trapping.
+T tvk_idiv(T a, T b) { return b == T(0) ? T(0) : (b == T(-1) ? T(0) - a : a / b); }
+T tvk_irem(T a, T b) { return b == T(0) ? a : (b == T(-1) ? T(0) : a - (a / b) * b); }
+// torch.remainder: the sign of the divisor.
+T tvk_iremainder(T a, T b) {
+  T r = tvk_irem(a, b);
+  return (r != T(0) && (tvk_ineg(r) != tvk_ineg(b))) ? r + b : r;
+}
+// torch.div(rounding_mode="floor").
+T tvk_idiv_floor(T a, T b) {
+  T q = tvk_idiv(a, b);
+  return (b != T(0) && a - q * b != T(0) && (tvk_ineg(a) != tvk_ineg(b))) ? q - T(1) : q;
+}
+
+// Shifts with torch's out-of-range rules; `dt` is the storage dtype (its width, signedness).
+int tvk_int_bits(int dt) {
+  return dt == DT_INT64 ? 64 : (dt == DT_INT32 ? 32 : (dt == DT_INT16 ? 16 : 8));
+}
+T tvk_shl(T a, T b, int dt) {
+  return (tvk_ineg(b) || tvk_ige(b, T(tvk_int_bits(dt)))) ? T(0) : (a << b);
+}
+// Arithmetic shift; shifts past the width give the sign fill (0 for uint8).
+T tvk_shr(T a, T b, int dt) {
+  T w = T(tvk_int_bits(dt) - (dt == DT_UINT8 ? 0 : 1));
+  return a >> ((tvk_ineg(b) || tvk_ige(b, w)) ? w : b);
 }
 #endif
 

@@ -1,5 +1,8 @@
 #include "aten/launch.h"
 
+#include <ATen/Dispatch.h>
+#include <ATen/ScalarOps.h>
+
 #include "aten/vk_common.h"
 #include "runtime/stream.h"
 
@@ -109,6 +112,29 @@ void launch_elementwise(at::TensorIteratorBase& iter, const char* op, ComputeKin
                          static_cast<int>(iter.ntensors()), scalars);
   });
 }
+
+ComputeKind compute_kind_for(const at::TensorIteratorBase& iter, at::ScalarType dtype) {
+  ComputeKind kind = compute_kind_for(dtype);
+  if (kind == ComputeKind::Float32)
+    for (int i = 0; i < iter.ntensors(); ++i)
+      if (iter.dtype(i) == at::kDouble && !iter.is_cpu_scalar(i)) return ComputeKind::Float64;
+  return kind;
+}
+
+c10::Scalar scalar_to_dtype(const c10::Scalar& s, at::ScalarType dtype) {
+  c10::Scalar r;
+  AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBFloat16, at::kBool, dtype, "scalar_to_dtype", [&] {
+    if constexpr (std::is_floating_point_v<scalar_t> || std::is_same_v<scalar_t, at::Half> ||
+                  std::is_same_v<scalar_t, at::BFloat16>) {
+      r = c10::Scalar(static_cast<double>(s.to<scalar_t>()));
+    } else {
+      r = c10::Scalar(static_cast<int64_t>(s.to<scalar_t>()));
+    }
+  });
+  return r;
+}
+
+at::Tensor scalar_operand(const c10::Scalar& value) { return at::native::wrapped_scalar_tensor(value); }
 
 void raise_not_implemented_for(const char* name, at::ScalarType dtype) {
   TORCH_CHECK_NOT_IMPLEMENTED(false, '"', name, "\" not implemented for '", c10::toString(dtype),

@@ -99,11 +99,43 @@ void elementwise(Stream& stream, std::string_view op, ComputeKind kind, int64_t 
 // ---- reductions ----
 enum class ReduceOp : int32_t { Sum = 0, Prod = 1, Max = 2, Min = 3 };
 
+// Element transform applied to every loaded value before it is combined. The float-only ones
+// (AbsPow, SquaredDeviation, ExpDeviation) need a Float32 / Float64 accumulator.
+enum class ReducePre : int32_t {
+  None = 0,
+  Abs = 1,               // |x|
+  Square = 2,            // x * x
+  AbsPow = 3,            // |x|^p
+  SquaredDeviation = 4,  // (x - c)^2
+  ExpDeviation = 5,      // exp(x - c'), c' = c when finite, else 0 (logsumexp)
+  NonZero = 6,           // x != 0 ? 1 : 0 (NaN counts as non-zero)
+};
+// Transform of the scaled result, before it is stored.
+enum class ReducePost : int32_t {
+  None = 0,
+  Sqrt = 1,          // sqrt(v)            (float kinds)
+  Root = 2,          // v^(1/p)            (float kinds)
+  LogPlusCenter = 3, // log(v) + c'        (float kinds; c' as for ExpDeviation)
+  Truth = 4,         // v > 0 ? 1 : 0      (all / any over NonZero values)
+};
+// Optional parts of a reduction: out[o] = post(scale * op_r pre(in[o, r])).
+// `center` (SquaredDeviation, ExpDeviation, LogPlusCenter) is the device address of an array
+// of the accumulator's dtype (float32 / float64) laid out like the output: c for output o is
+// at the output's element offset (geometry.out.strides[0]).
+struct ReduceExtra {
+  ReducePre pre = ReducePre::None;
+  ReducePost post = ReducePost::None;
+  double p = 2.0;        // AbsPow and Root
+  uint64_t center = 0;
+};
+
 // out[o] = scale * reduce_op over r of in[o, r], accumulated in `acc` (Float32 for
 // float16/bfloat16/float32, Float64, or Int64 for integer inputs; Int32 is accepted and also
 // accumulates in int64). `scale` must be 1 for integer accumulators (mean is for float kinds).
-// An empty reduced space gives the identity (0 for sum, 1 for prod) times scale; max/min of an
-// empty space is the caller's error to report. NaN propagates through max/min.
+// An empty reduced space gives the identity (0 for sum, 1 for prod, -inf / +inf or the int64
+// limits for max / min) times scale; max/min of an empty space is the caller's error to
+// report. NaN propagates through max/min. `extra` adds a pre- and a post-transform (see
+// ReduceExtra). Float accumulators may read integer inputs (converted to float).
 // `out_geometry` describes the output index space: strides[0] = output element strides,
 // strides[1] = input element strides for those dims. `reduce_geometry` describes the reduced
 // index space: strides[1] = input element strides (strides[0] unused).
@@ -113,6 +145,16 @@ struct ReduceGeometry {
 };
 void reduce(Stream& stream, ReduceOp op, ComputeKind acc, int64_t out_numel,
             int64_t reduced_numel, const ReduceGeometry& geometry, Operand out, Operand in,
-            double scale = 1.0);
+            double scale = 1.0, const ReduceExtra& extra = {});
+
+// Arg reduction (op Max or Min): for every output, the extreme value and the index of its
+// first occurrence: the linear index in the reduced index space (dim 0 fastest, so a
+// row-major flat index when the caller lists dims fastest first). Ties keep the smaller
+// index; NaN is larger / smaller than every number and the first NaN wins (PyTorch's CPU).
+// `values` (address 0: not written) uses geometry.out.strides[0], `indices` (dtype Int64)
+// geometry.out.strides[2]. reduced_numel must be > 0 when out_numel > 0.
+void arg_reduce(Stream& stream, ReduceOp op, ComputeKind acc, int64_t out_numel,
+                int64_t reduced_numel, const ReduceGeometry& geometry, Operand values,
+                Operand indices, Operand in);
 
 }  // namespace tvk::kernels

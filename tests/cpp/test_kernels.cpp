@@ -215,6 +215,66 @@ int64_t ipow(int64_t a, int64_t b) {
   return r;
 }
 
+// --- references of the special functions without a <cmath> counterpart (long double) ---
+constexpr V kPi = 3.141592653589793238462643383279502884L;
+V ref_fmod_rem(V a, V b) {  // torch.remainder
+  V m = std::fmod(a, b);
+  if (m != 0 && ((b < 0) != (m < 0))) m += b;
+  return m;
+}
+V ref_div_floor(V a, V b) {  // c10::div_floor_floating
+  if (b == 0) return a / b;
+  V m = std::fmod(a, b);
+  V q = (a - m) / b;
+  if (m != 0 && ((b < 0) != (m < 0))) q -= 1;
+  if (q == 0) return std::copysign(V(0), a / b);
+  V f = std::floor(q);
+  if (q - f > 0.5L) f += 1;
+  return f;
+}
+// erfinv by Newton's method on erf / erfc (the exact 1 - |y| in the tails).
+V ref_erfinv(V y) {
+  V ay = std::fabs(y);
+  if (std::isnan(y) || ay > 1) return NAN;
+  if (ay == 1) return std::copysign(V(INFINITY), y);
+  if (ay == 0) return y;
+  V x = ay < 0.9L ? std::sqrt(kPi) / 2 * ay : std::sqrt(-std::log((1 - ay) / 2));
+  for (int i = 0; i < 60; ++i) {
+    V e = ay <= 0.5L ? std::erf(x) - ay : (1 - ay) - std::erfc(x);
+    x -= e / (2 / std::sqrt(kPi) * std::exp(-x * x));
+  }
+  return std::copysign(x, y);
+}
+// digamma: reflection, recurrence to x >= 20, asymptotic series (torch: +-0 -> -+inf,
+// negative integers and -inf -> NaN).
+V ref_digamma(V x) {
+  if (std::isnan(x)) return x;
+  if (x == 0) return std::signbit(x) ? V(INFINITY) : V(-INFINITY);
+  if (std::isinf(x)) return x > 0 ? x : V(NAN);
+  if (x < 0) {
+    if (x == std::floor(x)) return NAN;
+    V f = x - std::nearbyint(x);
+    return ref_digamma(-x) - 1 / x - kPi / std::tan(kPi * f);
+  }
+  V acc = 0;
+  while (x < 20) acc += 1 / x, x += 1;
+  const V b[] = {1.0L / 6, -1.0L / 30, 1.0L / 42, -1.0L / 30, 5.0L / 66, -691.0L / 2730, 7.0L / 6, -3617.0L / 510};
+  V z = 1 / (x * x), zk = z, s = 0;
+  for (int k = 0; k < 8; ++k) s += b[k] / (2 * (k + 1)) * zk, zk *= z;
+  return std::log(x) - 1 / (2 * x) - s - acc;
+}
+V sig(V x) { return 1 / (1 + std::exp(-x)); }  // sigmoid; 1 - sig(x) = sig(-x)
+constexpr V kSqrt2OverPi = 0.797884560802865355879892119868763737L;
+V ref_gelu_tanh(V x) { return x * sig(2 * kSqrt2OverPi * (x + 0.044715L * x * x * x)); }
+V ref_gelu_tanh_grad(V x) {
+  V u2 = 2 * kSqrt2OverPi * (x + 0.044715L * x * x * x);
+  return sig(u2) + 2 * kSqrt2OverPi * x * sig(u2) * sig(-u2) * (1 + 3 * 0.044715L * x * x);
+}
+V ref_gelu_grad(V x) {
+  return std::erfc(-x / std::sqrt(V(2))) / 2 + x * std::exp(-x * x / 2) / std::sqrt(2 * kPi);
+}
+V ref_tanh_softplus(V x) { return std::tanh(std::log1p(std::exp(x))); }
+
 const std::map<std::string, FRef>& float_refs() {
   static const std::map<std::string, FRef> m = {
       {"copy", [](V a, V, V, V, V) { return a; }},
@@ -274,6 +334,65 @@ const std::map<std::string, FRef>& float_refs() {
       {"isnan", [](V a, V, V, V, V) { return V(std::isnan(a)); }},
       {"isinf", [](V a, V, V, V, V) { return V(std::isinf(a)); }},
       {"isfinite", [](V a, V, V, V, V) { return V(std::isfinite(a)); }},
+      {"fmod", [](V a, V b, V, V, V) { return std::fmod(a, b); }},
+      {"remainder", [](V a, V b, V, V, V) { return ref_fmod_rem(a, b); }},
+      {"div_trunc", [](V a, V b, V, V, V) { return b == 0 ? a / b : std::trunc(a / b); }},
+      {"div_floor", [](V a, V b, V, V, V) { return ref_div_floor(a, b); }},
+      {"copysign", [](V a, V b, V, V, V) { return std::copysign(a, b); }},
+      {"atan2", [](V a, V b, V, V, V) { return std::atan2(a, b); }},
+      {"hypot", [](V a, V b, V, V, V) { return std::hypot(a, b); }},
+      {"lerp", [](V a, V b, V c, V, V) { return std::fabs(c) < 0.5L ? a + c * (b - a) : b - (b - a) * (1 - c); }},  // torch's formula
+      {"frac", [](V a, V, V, V, V) { return a - std::trunc(a); }},
+      {"round_decimals", [](V a, V, V, V s0, V s1) {
+         return s1 != 0 ? std::nearbyint(a / s0) * s0 : std::nearbyint(a * s0) / s0; }},
+      {"erfinv", [](V a, V, V, V, V) { return ref_erfinv(a); }},
+      {"tan", [](V a, V, V, V, V) { return std::tan(a); }},
+      {"asin", [](V a, V, V, V, V) { return std::asin(a); }},
+      {"acos", [](V a, V, V, V, V) { return std::acos(a); }},
+      {"atan", [](V a, V, V, V, V) { return std::atan(a); }},
+      {"sinh", [](V a, V, V, V, V) { return std::sinh(a); }},
+      {"cosh", [](V a, V, V, V, V) { return std::cosh(a); }},
+      {"asinh", [](V a, V, V, V, V) { return std::asinh(a); }},
+      {"acosh", [](V a, V, V, V, V) { return std::acosh(a); }},
+      {"atanh", [](V a, V, V, V, V) { return std::atanh(a); }},
+      {"lgamma", [](V a, V, V, V, V) { return std::lgamma(a); }},
+      {"digamma", [](V a, V, V, V, V) { return ref_digamma(a); }},
+      {"gelu_tanh", [](V a, V, V, V, V) { return ref_gelu_tanh(a); }},
+      {"mish", [](V a, V, V, V, V) { return a * ref_tanh_softplus(a); }},
+      {"leaky_relu", [](V a, V, V, V s0, V) { return a > 0 ? a : a * s0; }},
+      {"elu", [](V a, V b, V, V s0, V s1) { return a < 0 ? std::expm1(a * b) * s0 : a * s1; }},
+      {"hardswish", [](V a, V, V, V, V) { return a * std::fmin(std::fmax(a + 3, V(0)), V(6)) / 6; }},
+      {"hardsigmoid", [](V a, V, V, V, V) { return fminnan(fmaxnan(a + 3, 0), 6) / 6; }},
+      {"softplus", [](V a, V, V, V s0, V s1) { return a * s0 > s1 ? a : std::log1p(std::exp(a * s0)) / s0; }},
+      {"softshrink", [](V a, V, V, V s0, V) { return a > s0 ? a - s0 : (a < -s0 ? a + s0 : (std::isnan(a) ? a : V(0))); }},
+      {"hardshrink", [](V a, V, V, V s0, V) { return (a >= -s0 && a <= s0) ? V(0) : a; }},
+      {"log_sigmoid", [](V a, V, V, V, V) {
+         return (a < 0 || std::isnan(a) ? a : V(0)) - std::log1p(std::exp(-std::fabs(a))); }},
+      {"threshold", [](V a, V b, V, V s0, V s1) { return a <= s0 ? s1 : b; }},
+      {"gelu_backward", [](V a, V b, V, V, V) { return a * ref_gelu_grad(b); }},
+      {"gelu_tanh_backward", [](V a, V b, V, V, V) { return a * ref_gelu_tanh_grad(b); }},
+      {"silu_backward", [](V a, V b, V, V, V) { return a * sig(b) * (1 + b * sig(-b)); }},
+      {"mish_backward", [](V a, V b, V, V, V) {
+         V t = ref_tanh_softplus(b);
+         return a * (t + b * sig(b) * (1 - t * t)); }},
+      {"leaky_relu_backward", [](V a, V b, V, V s0, V) { return a > 0 ? b : b * s0; }},
+      {"elu_backward", [](V a, V b, V c, V s0, V s1) { return b <= 0 ? a * s0 * c * std::exp(b * s0) : a * s1; }},
+      {"elu_backward_result", [](V a, V b, V c, V s0, V s1) { return b <= 0 ? a * s0 * (b + c) : a * s1; }},
+      {"hardswish_backward", [](V a, V b, V, V, V) { return b <= -3 ? V(0) : (b < 3 ? a * (2 * b + 3) / 6 : a); }},
+      {"hardsigmoid_backward", [](V a, V b, V, V, V) { return (b > -3 && b < 3) ? a / 6 : V(0); }},
+      {"hardtanh_backward", [](V a, V b, V, V s0, V s1) { return (b <= s0 || b >= s1) ? V(0) : a; }},
+      {"softplus_backward", [](V a, V b, V, V s0, V s1) {
+         V z = std::exp(b * s0);
+         return b * s0 > s1 ? a : a * z / (z + 1); }},
+      {"shrink_backward", [](V a, V b, V, V s0, V) { return (b >= -s0 && b <= s0) ? V(0) : a; }},
+      {"log_sigmoid_backward", [](V a, V b, V, V, V) {
+         V z = std::exp(-std::fabs(a));
+         return b * (a < 0 ? 1 / (1 + z) : z / (1 + z)); }},
+      {"clamp_tensor", [](V a, V b, V c, V, V) { return fminnan(fmaxnan(a, b), c); }},
+      {"isposinf", [](V a, V, V, V, V) { return V(std::isinf(a) && a > 0); }},
+      {"isneginf", [](V a, V, V, V, V) { return V(std::isinf(a) && a < 0); }},
+      {"signbit", [](V a, V, V, V, V) { return V(std::signbit(a)); }},
+      {"nan_to_num", [](V a, V b, V, V s0, V s1) { return std::isnan(a) ? s0 : std::isinf(a) ? (a > 0 ? s1 : b) : a; }},
   };
   return m;
 }
@@ -320,6 +439,25 @@ const std::map<std::string, IRef>& int_refs() {
       {"isnan", [](I, I, I, I, I, DType) { return I(0); }},
       {"isinf", [](I, I, I, I, I, DType) { return I(0); }},
       {"isfinite", [](I, I, I, I, I, DType) { return I(1); }},
+      {"fmod", [](I a, I b, I, I, I, DType) { return b == 0 ? a : (b == -1 ? I(0) : a % b); }},
+      {"remainder", [](I a, I b, I, I, I, DType) {
+         I r = b == 0 ? a : (b == -1 ? I(0) : a % b);
+         return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }},
+      {"div_trunc", [](I a, I b, I, I, I, DType) { return b == 0 ? I(0) : (b == -1 ? I(0 - u(a)) : a / b); }},
+      {"div_floor", [](I a, I b, I, I, I, DType) {
+         I q = b == 0 ? I(0) : (b == -1 ? I(0 - u(a)) : a / b);
+         return (b != 0 && I(u(a) - u(wrap_mul(q, b))) != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }},
+      {"bitwise_left_shift", [](I a, I b, I, I, I, DType t) {
+         I w = I(dtype_size(t) * 8);
+         return (b < 0 || b >= w) ? I(0) : I(u(a) << b); }},
+      {"bitwise_right_shift", [](I a, I b, I, I, I, DType t) {
+         I w = I(dtype_size(t) * 8) - (t == DType::UInt8 ? 0 : 1);
+         return a >> ((b < 0 || b >= w) ? w : b); }},
+      {"threshold", [](I a, I b, I, I s0, I s1, DType) { return a <= s0 ? s1 : b; }},
+      {"clamp_tensor", [](I a, I b, I c, I, I, DType) { return std::min(std::max(a, b), c); }},
+      {"isposinf", [](I, I, I, I, I, DType) { return I(0); }},
+      {"isneginf", [](I, I, I, I, I, DType) { return I(0); }},
+      {"signbit", [](I a, I, I, I, I, DType) { return I(a < 0); }},
   };
   return m;
 }

@@ -9,14 +9,16 @@ import torch
 
 import torch_vk
 
-# aten::cumsum has no native kernel yet (the op library grows in later work): an op that is
-# not native and whose result is easy to check. Counts are keyed by overload name.
-OP = "aten::cumsum"
+# aten::histc has no native vk kernel (and no composite decomposition): an op that really
+# falls back, with a result that is easy to check. Counts are keyed by overload name.
+OP = "aten::histc"
+VALUES = [1.0, 2.0, 1.0, 0.5]
+EXPECTED = [1.0, 2.0, 1.0, 0.0]
 
 
 def run_op():
-    x = torch.arange(5, dtype=torch.float32).to("vk")
-    return torch.cumsum(x, 0)
+    x = torch.tensor(VALUES).to("vk")
+    return torch.histc(x, bins=4, min=0, max=4)
 
 
 def test_warn_mode_warns_once_and_computes():
@@ -27,8 +29,8 @@ def test_warn_mode_warns_once_and_computes():
         y = run_op()
         run_op()
     assert y.device.type == "vk"
-    assert torch.equal(y.cpu(), torch.tensor([0.0, 1.0, 3.0, 6.0, 10.0]))
-    fallback_warnings = [w for w in caught if "cumsum" in str(w.message)]
+    assert y.cpu().tolist() == EXPECTED
+    fallback_warnings = [w for w in caught if "histc" in str(w.message)]
     assert len(fallback_warnings) <= 1  # once per op per process
     counts = torch_vk.stats()["fallbacks"]
     assert sum(n for name, n in counts.items() if name.startswith(OP)) >= 2, counts
@@ -37,25 +39,29 @@ def test_warn_mode_warns_once_and_computes():
 def test_error_mode_raises_not_implemented():
     torch_vk.set_fallback_mode("error")
     try:
-        with pytest.raises(NotImplementedError, match="cumsum"):
+        with pytest.raises(NotImplementedError, match="histc"):
             run_op()
     finally:
         torch_vk.set_fallback_mode("warn")
 
 
+SCRIPT = (f"x = torch.tensor({VALUES}).to('vk')\n"
+          "y = torch.histc(x, bins=4, min=0, max=4)\n")
+
+
 def test_silent_mode_from_environment():
     env = dict(os.environ, TORCH_VK_FALLBACK="silent")
-    code = ("import warnings, torch\nwarnings.simplefilter('error')\n"
-            "x = torch.arange(4.).to('vk')\nprint(torch.cumsum(x, 0).cpu().tolist())")
+    code = ("import warnings, torch\nwarnings.simplefilter('error')\n" + SCRIPT +
+            "print(y.cpu().tolist())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          check=True).stdout
-    assert out.strip() == "[0.0, 1.0, 3.0, 6.0]"
+    assert out.strip() == str(EXPECTED)
 
 
 def test_error_mode_from_environment():
     env = dict(os.environ, TORCH_VK_FALLBACK="error")
-    code = ("import torch\nx = torch.arange(4.).to('vk')\n"
-            "try:\n    torch.cumsum(x, 0)\nexcept NotImplementedError as e:\n    print('NIE', e)")
+    code = "import torch\ntry:\n" + "".join("    " + line + "\n" for line in SCRIPT.splitlines()) + \
+        "except NotImplementedError as e:\n    print('NIE', e)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          check=True).stdout
-    assert out.startswith("NIE") and "cumsum" in out
+    assert out.startswith("NIE") and "histc" in out

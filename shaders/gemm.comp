@@ -1,0 +1,400 @@
+#version 460
+// Strided batched GEMM: C[b] = alpha * A[b] @ B[b] + beta * bias[b]   (A: M x K, B: K x N).
+//
+// Built per (algorithm, compute kind) by tools/build_shaders.py (shaders/gemm.variants.toml):
+//   GEMM_TILED  1: shared-memory tiles (the GPU profile); 0: "direct", every invocation reads
+//               its operands straight from memory (no shared memory, no barriers).
+//   KIND        the accumulator kind (common.glsl): KIND_FLOAT32 for float16 / bfloat16 /
+//               float32 operands, KIND_INT32 (wrapping 32-bit math: exact modulo 2^32, so
+//               narrower integer outputs wrap exactly like PyTorch's), KIND_INT64, KIND_FLOAT64.
+//
+// ABI (mirrored by GemmPush in src/kernels/gemm.cpp):
+//   Every operand is a matrix view: element (r, c) of batch b is at
+//     address + (b * batch_stride + r * row_stride + c * col_stride) * element_size
+//   with 64-bit batch offsets and 32-bit offsets inside one matrix (the launcher checks the
+//   range). A is M x K, B is K x N, C and bias are M x N. The bias (C_in) may be C itself
+//   (same address and strides: every element is read before it is written by the same
+//   invocation); DT_BIAS < 0 means no bias. alpha / beta are in the compute kind.
+//   Grid: x over column tiles, y over row tiles, z over the batch; each dimension loops, so
+//   any grid size covers any problem.
+//   Specialization constants:
+//     0  local_size_x = WM * WN
+//     1  DT_A, 2 DT_B, 3 DT_C, 4 DT_BIAS   storage dtype codes (-1: no bias)
+//     5  TM, 6 TN     register block of one invocation (TM rows x TN columns)
+//     7  WM, 8 WN     invocations along M and N; the workgroup tile is BM x BN =
+//                     (WM * TM) x (WN * TN). Invocation (tm, tn) owns rows tm + i * WM and
+//                     columns tn + j * WN (strided, so neighbouring invocations touch
+//                     neighbouring columns: coalesced stores, conflict-free shared reads)
+//     9  BK           K step of the shared-memory tiles (tiled only)
+//                     (the direct algorithm with vec4 loads along m / n owns groups of 4
+//                     adjacent rows / columns instead, see row_of / col_of)
+//     10 A_LOAD       tiled: how a workgroup loads its A tile: 0 k fastest, 1 m fastest,
+//                     2 vec4 along k, 3 vec4 along m; direct: 0 scalar loads, 2 vec4 along k,
+//                     3 vec4 along m (vec4 only in the float32 kind for float32 storage with
+//                     the alignment and sizes the launcher checked)
+//     11 B_LOAD       tiled: 0 n fastest, 1 k fastest, 2 vec4 along n, 3 vec4 along k;
+//                     direct: 0 scalar, 2 vec4 along n, 3 vec4 along k
+//     12 UNIT         bit set: that stride is 1 (folds the multiply): 1 a_cs, 2 a_rs, 4 b_rs,
+//                     8 b_cs, 16 c_cs, 32 c_rs (direct only; the tiled launcher passes 0)
+//   Loops over TM / TN / BK carry [[unroll]]: the driver unrolls them once the specialization
+//   constants are known, so the register block stays in registers (on lavapipe this alone
+//   was worth ~2x).
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+
+#ifndef KIND
+#define KIND 0
+#endif
+#if KIND == 3
+#define TVK_FLOAT64 1
+#endif
+#include "common.glsl"
+
+#ifndef GEMM_TILED
+#define GEMM_TILED 0
+#endif
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const int DT_A = DT_FLOAT32;
+layout(constant_id = 2) const int DT_B = DT_FLOAT32;
+layout(constant_id = 3) const int DT_C = DT_FLOAT32;
+layout(constant_id = 4) const int DT_BIAS = -1;
+layout(constant_id = 5) const int TM = 4;
+layout(constant_id = 6) const int TN = 4;
+layout(constant_id = 7) const int WM = 8;
+layout(constant_id = 8) const int WN = 8;
+layout(constant_id = 9) const int BK = 16;
+layout(constant_id = 10) const int A_LOAD = 0;
+layout(constant_id = 11) const int B_LOAD = 0;
+layout(constant_id = 12) const int UNIT = 0;
+
+const int BM = WM * TM;
+const int BN = WN * TN;
+const int WG = WM * WN;
+
+layout(push_constant) uniform Push {
+  uint64_t a;           //   0
+  uint64_t b;           //   8
+  uint64_t c;           //  16
+  uint64_t bias;        //  24
+  int64_t a_bs;         //  32 batch strides (elements)
+  int64_t b_bs;         //  40
+  int64_t c_bs;         //  48
+  int64_t bias_bs;      //  56
+#if KIND == KIND_FLOAT32
+  float alpha;          //  64
+  float alpha_pad;
+  float beta;           //  72
+  float beta_pad;
+#elif KIND == KIND_INT32
+  int alpha;
+  int alpha_pad;
+  int beta;
+  int beta_pad;
+#else
+  T alpha;              //  64 (double / int64)
+  T beta;               //  72
+#endif
+  int M;                //  80
+  int N;                //  84
+  int K;                //  88
+  int batch;            //  92
+  int a_rs;             //  96 row / column strides (elements)
+  int a_cs;             // 100
+  int b_rs;             // 104
+  int b_cs;             // 108
+  int c_rs;             // 112
+  int c_cs;             // 116
+  int bias_rs;          // 120
+  int bias_cs;          // 124
+} pc;                   // 128 bytes
+
+int log2_size(int dt) {
+  switch (dt) {
+    case DT_BOOL: case DT_UINT8: case DT_INT8: return 0;
+    case DT_INT16: case DT_FLOAT16: case DT_BFLOAT16: return 1;
+    case DT_INT64: case DT_FLOAT64: return 3;
+    default: return 2;
+  }
+}
+
+int a_rs() { return (UNIT & 2) != 0 ? 1 : pc.a_rs; }
+int a_cs() { return (UNIT & 1) != 0 ? 1 : pc.a_cs; }
+int b_rs() { return (UNIT & 4) != 0 ? 1 : pc.b_rs; }
+int b_cs() { return (UNIT & 8) != 0 ? 1 : pc.b_cs; }
+int c_rs() { return (UNIT & 32) != 0 ? 1 : pc.c_rs; }
+int c_cs() { return (UNIT & 16) != 0 ? 1 : pc.c_cs; }
+
+uint64_t batch_base(uint64_t base, int bt, int64_t stride, int lg) {
+  return base + uint64_t((int64_t(bt) * stride) << lg);
+}
+
+T load_a(uint64_t base, int off) { return LOAD_T(tvk_elem_addr(base, off, log2_size(DT_A)), DT_A, 0); }
+T load_b(uint64_t base, int off) { return LOAD_T(tvk_elem_addr(base, off, log2_size(DT_B)), DT_B, 0); }
+
+// The register block of this invocation: g_acc[i * TN + j] is row i, column j.
+T g_acc[TM * TN];
+
+int row_of(int tm, int i);
+int col_of(int tn, int j);
+
+// C = alpha * acc (+ beta * bias) for the block of invocation (tm, tn) of the workgroup tile
+// at (row0, col0).
+void store_block(int bt, int row0, int col0, int tm, int tn) {
+  const int lc = log2_size(DT_C);
+  uint64_t c_base = batch_base(pc.c, bt, pc.c_bs, lc);
+  uint64_t bias_base = 0;
+  if (DT_BIAS >= 0) bias_base = batch_base(pc.bias, bt, pc.bias_bs, log2_size(DT_BIAS));
+  [[unroll]] for (int i = 0; i < TM; ++i) {
+    int m = row0 + row_of(tm, i);
+    if (m >= pc.M) continue;
+    [[unroll]] for (int j = 0; j < TN; ++j) {
+      int n = col0 + col_of(tn, j);
+      if (n >= pc.N) continue;
+      T v = pc.alpha * g_acc[i * TN + j];
+      if (DT_BIAS >= 0) {
+        T r = LOAD_T(tvk_elem_addr(bias_base, m * pc.bias_rs + n * pc.bias_cs,
+                                   log2_size(DT_BIAS)), DT_BIAS, 0);
+        v += pc.beta * r;
+      }
+      STORE_T(tvk_elem_addr(c_base, m * c_rs() + n * c_cs(), lc), DT_C, 0, v);
+    }
+  }
+}
+
+#if GEMM_TILED
+// ---------------------------------------------------------------- tiled (shared memory)
+#if KIND == KIND_FLOAT32
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer RefVec4 { vec4 v; };
+#endif
+
+shared T As[BK * BM];  // As[k * BM + m]
+shared T Bs[BK * BN];  // Bs[k * BN + n]
+
+void load_a_tile(uint64_t a_base, int row0, int k0, uint lid) {
+#if KIND == KIND_FLOAT32
+  if (A_LOAD == 2) {  // vec4 along k (a_cs == 1, K % 4 == 0, aligned rows)
+    const int KV = BK / 4;
+    for (int e = int(lid); e < BM * KV; e += WG) {
+      int kk = (e % KV) * 4, mm = e / KV;
+      int gm = row0 + mm, gk = k0 + kk;
+      vec4 v = vec4(0.0);
+      if (gm < pc.M && gk < pc.K) v = RefVec4(tvk_elem_addr(a_base, gm * a_rs() + gk, 2)).v;
+      As[(kk + 0) * BM + mm] = v.x;
+      As[(kk + 1) * BM + mm] = v.y;
+      As[(kk + 2) * BM + mm] = v.z;
+      As[(kk + 3) * BM + mm] = v.w;
+    }
+    return;
+  }
+  if (A_LOAD == 3) {  // vec4 along m (a_rs == 1, M % 4 == 0, aligned columns)
+    const int MV = BM / 4;
+    for (int e = int(lid); e < MV * BK; e += WG) {
+      int mm = (e % MV) * 4, kk = e / MV;
+      int gm = row0 + mm, gk = k0 + kk;
+      vec4 v = vec4(0.0);
+      if (gm < pc.M && gk < pc.K) v = RefVec4(tvk_elem_addr(a_base, gm + gk * a_cs(), 2)).v;
+      As[kk * BM + mm + 0] = v.x;
+      As[kk * BM + mm + 1] = v.y;
+      As[kk * BM + mm + 2] = v.z;
+      As[kk * BM + mm + 3] = v.w;
+    }
+    return;
+  }
+#endif
+  for (int e = int(lid); e < BM * BK; e += WG) {
+    int kk, mm;
+    if (A_LOAD == 1) {
+      mm = e % BM;
+      kk = e / BM;
+    } else {
+      kk = e % BK;
+      mm = e / BK;
+    }
+    int gm = row0 + mm, gk = k0 + kk;
+    T v = T(0);
+    if (gm < pc.M && gk < pc.K) v = load_a(a_base, gm * a_rs() + gk * a_cs());
+    As[kk * BM + mm] = v;
+  }
+}
+
+void load_b_tile(uint64_t b_base, int k0, int col0, uint lid) {
+#if KIND == KIND_FLOAT32
+  if (B_LOAD == 2) {  // vec4 along n (b_cs == 1, N % 4 == 0, aligned rows)
+    const int NV = BN / 4;
+    for (int e = int(lid); e < NV * BK; e += WG) {
+      int nn = (e % NV) * 4, kk = e / NV;
+      int gn = col0 + nn, gk = k0 + kk;
+      vec4 v = vec4(0.0);
+      if (gn < pc.N && gk < pc.K) v = RefVec4(tvk_elem_addr(b_base, gk * b_rs() + gn, 2)).v;
+      Bs[kk * BN + nn + 0] = v.x;
+      Bs[kk * BN + nn + 1] = v.y;
+      Bs[kk * BN + nn + 2] = v.z;
+      Bs[kk * BN + nn + 3] = v.w;
+    }
+    return;
+  }
+  if (B_LOAD == 3) {  // vec4 along k (b_rs == 1, K % 4 == 0, aligned columns)
+    const int KV = BK / 4;
+    for (int e = int(lid); e < BN * KV; e += WG) {
+      int kk = (e % KV) * 4, nn = e / KV;
+      int gn = col0 + nn, gk = k0 + kk;
+      vec4 v = vec4(0.0);
+      if (gn < pc.N && gk < pc.K) v = RefVec4(tvk_elem_addr(b_base, gk + gn * b_cs(), 2)).v;
+      Bs[(kk + 0) * BN + nn] = v.x;
+      Bs[(kk + 1) * BN + nn] = v.y;
+      Bs[(kk + 2) * BN + nn] = v.z;
+      Bs[(kk + 3) * BN + nn] = v.w;
+    }
+    return;
+  }
+#endif
+  for (int e = int(lid); e < BN * BK; e += WG) {
+    int kk, nn;
+    if (B_LOAD == 1) {
+      kk = e % BK;
+      nn = e / BK;
+    } else {
+      nn = e % BN;
+      kk = e / BN;
+    }
+    int gn = col0 + nn, gk = k0 + kk;
+    T v = T(0);
+    if (gn < pc.N && gk < pc.K) v = load_b(b_base, gk * b_rs() + gn * b_cs());
+    Bs[kk * BN + nn] = v;
+  }
+}
+
+void tile(int bt, int ty, int tx) {
+  uint lid = gl_LocalInvocationID.x;
+  int tn = int(lid % uint(WN)), tm = int(lid / uint(WN));
+  int row0 = ty * BM, col0 = tx * BN;
+  uint64_t a_base = batch_base(pc.a, bt, pc.a_bs, log2_size(DT_A));
+  uint64_t b_base = batch_base(pc.b, bt, pc.b_bs, log2_size(DT_B));
+  [[unroll]] for (int i = 0; i < TM * TN; ++i) g_acc[i] = T(0);
+  for (int k0 = 0; k0 < pc.K; k0 += BK) {
+    load_a_tile(a_base, row0, k0, lid);
+    load_b_tile(b_base, k0, col0, lid);
+    barrier();
+    [[unroll]] for (int kk = 0; kk < BK; ++kk) {
+      T av[TM], bv[TN];
+      [[unroll]] for (int i = 0; i < TM; ++i) av[i] = As[kk * BM + tm + i * WM];
+      [[unroll]] for (int j = 0; j < TN; ++j) bv[j] = Bs[kk * BN + tn + j * WN];
+      [[unroll]] for (int i = 0; i < TM; ++i)
+        [[unroll]] for (int j = 0; j < TN; ++j) g_acc[i * TN + j] += av[i] * bv[j];
+    }
+    barrier();
+  }
+  store_block(bt, row0, col0, tm, tn);
+}
+
+int row_of(int tm, int i) { return tm + i * WM; }
+int col_of(int tn, int j) { return tn + j * WN; }
+
+#else
+// ---------------------------------------------------------------- direct (no shared memory)
+// A_LOAD / B_LOAD: 0 scalar loads; 2 / 3 vec4 loads (float32 storage only, the launcher checks
+// alignment and that the vector axis is a multiple of 4 long):
+//   A_LOAD 2  vec4 along k (a_cs == 1)   A_LOAD 3  vec4 along m (a_rs == 1, TM % 4 == 0)
+//   B_LOAD 2  vec4 along n (b_cs == 1, TN % 4 == 0)   B_LOAD 3  vec4 along k (b_rs == 1)
+// With vectors along m (n) an invocation owns groups of 4 adjacent rows (columns), the groups
+// strided by WM (WN) like single rows (columns) otherwise.
+#if KIND == KIND_FLOAT32
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer RefVec4 { vec4 v; };
+const bool VEC_A_K = A_LOAD == 2, VEC_A_M = A_LOAD == 3;
+const bool VEC_B_N = B_LOAD == 2, VEC_B_K = B_LOAD == 3;
+#else
+const bool VEC_A_K = false, VEC_A_M = false, VEC_B_N = false, VEC_B_K = false;
+#endif
+const int KV = (VEC_A_K || VEC_B_K) ? 4 : 1;  // k per step
+
+int row_of(int tm, int i) { return VEC_A_M ? (tm + (i / 4) * WM) * 4 + (i % 4) : tm + i * WM; }
+int col_of(int tn, int j) { return VEC_B_N ? (tn + (j / 4) * WN) * 4 + (j % 4) : tn + j * WN; }
+
+void tile(int bt, int ty, int tx) {
+  uint lid = gl_LocalInvocationID.x;
+  int tn = int(lid % uint(WN)), tm = int(lid / uint(WN));
+  int row0 = ty * BM, col0 = tx * BN;
+  uint64_t a_base = batch_base(pc.a, bt, pc.a_bs, log2_size(DT_A));
+  uint64_t b_base = batch_base(pc.b, bt, pc.b_bs, log2_size(DT_B));
+  // Rows / columns past the end are clamped (loaded, never stored): no branches in the loop.
+  // Vector groups are clamped as a whole (the vector axis is a multiple of 4 long).
+  int a_off[TM], b_off[TN];
+  [[unroll]] for (int i = 0; i < TM; ++i) {
+    int m = row0 + row_of(tm, i);
+    if (VEC_A_M) m = min(m - (i % 4), pc.M - 4) + (i % 4);
+    a_off[i] = min(m, pc.M - 1) * a_rs();
+  }
+  [[unroll]] for (int j = 0; j < TN; ++j) {
+    int n = col0 + col_of(tn, j);
+    if (VEC_B_N) n = min(n - (j % 4), pc.N - 4) + (j % 4);
+    b_off[j] = min(n, pc.N - 1) * b_cs();
+  }
+  [[unroll]] for (int i = 0; i < TM * TN; ++i) g_acc[i] = T(0);
+  const int sa = a_cs(), sb = b_rs();
+  for (int k = 0; k < pc.K; k += KV) {
+    T av[TM * KV], bv[KV * TN];  // av[i * KV + q]: row i, k + q; bv[q * TN + j]
+#if KIND == KIND_FLOAT32
+    if (VEC_A_K) {
+      [[unroll]] for (int i = 0; i < TM; ++i) {
+        vec4 v = RefVec4(tvk_elem_addr(a_base, a_off[i] + k, 2)).v;
+        av[i * KV + 0] = v.x;
+        av[i * KV + 1] = v.y;
+        av[i * KV + 2] = v.z;
+        av[i * KV + 3] = v.w;
+      }
+    } else if (VEC_A_M) {
+      [[unroll]] for (int i = 0; i < TM; i += 4)
+        [[unroll]] for (int q = 0; q < KV; ++q) {
+          vec4 v = RefVec4(tvk_elem_addr(a_base, a_off[i] + (k + q) * sa, 2)).v;
+          av[(i + 0) * KV + q] = v.x;
+          av[(i + 1) * KV + q] = v.y;
+          av[(i + 2) * KV + q] = v.z;
+          av[(i + 3) * KV + q] = v.w;
+        }
+    } else
+#endif
+    {
+      [[unroll]] for (int i = 0; i < TM; ++i)
+        [[unroll]] for (int q = 0; q < KV; ++q) av[i * KV + q] = load_a(a_base, a_off[i] + (k + q) * sa);
+    }
+#if KIND == KIND_FLOAT32
+    if (VEC_B_K) {
+      [[unroll]] for (int j = 0; j < TN; ++j) {
+        vec4 v = RefVec4(tvk_elem_addr(b_base, b_off[j] + k, 2)).v;
+        bv[0 * TN + j] = v.x;
+        bv[1 * TN + j] = v.y;
+        bv[2 * TN + j] = v.z;
+        bv[3 * TN + j] = v.w;
+      }
+    } else if (VEC_B_N) {
+      [[unroll]] for (int q = 0; q < KV; ++q)
+        [[unroll]] for (int j = 0; j < TN; j += 4) {
+          vec4 v = RefVec4(tvk_elem_addr(b_base, b_off[j] + (k + q) * sb, 2)).v;
+          bv[q * TN + j + 0] = v.x;
+          bv[q * TN + j + 1] = v.y;
+          bv[q * TN + j + 2] = v.z;
+          bv[q * TN + j + 3] = v.w;
+        }
+    } else
+#endif
+    {
+      [[unroll]] for (int q = 0; q < KV; ++q)
+        [[unroll]] for (int j = 0; j < TN; ++j) bv[q * TN + j] = load_b(b_base, b_off[j] + (k + q) * sb);
+    }
+    [[unroll]] for (int q = 0; q < KV; ++q)
+      [[unroll]] for (int i = 0; i < TM; ++i)
+        [[unroll]] for (int j = 0; j < TN; ++j) g_acc[i * TN + j] += av[i * KV + q] * bv[q * TN + j];
+  }
+  store_block(bt, row0, col0, tm, tn);
+}
+#endif
+
+void main() {
+  uint tiles_m = (uint(pc.M) + uint(BM) - 1u) / uint(BM);
+  uint tiles_n = (uint(pc.N) + uint(BN) - 1u) / uint(BN);
+  for (uint bt = gl_WorkGroupID.z; bt < uint(pc.batch); bt += gl_NumWorkGroups.z)
+    for (uint ty = gl_WorkGroupID.y; ty < tiles_m; ty += gl_NumWorkGroups.y)
+      for (uint tx = gl_WorkGroupID.x; tx < tiles_n; tx += gl_NumWorkGroups.x)
+        tile(int(bt), int(ty), int(tx));
+}

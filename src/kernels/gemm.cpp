@@ -1,0 +1,443 @@
+// Launcher of the GEMM family (shaders/gemm.comp, variants gemm.<algo>.<kind>).
+//
+// Per call: validate, normalize (drop a bias that is not read, skip the product when k == 0
+// or alpha == 0, transpose the whole problem when that makes C row-major or turns a 1 x n
+// product into an n x 1 one), pick a tile configuration for the device class and shape, then
+// either record one dispatch or split k (few outputs, long k): partial products of k chunks
+// into a temporary of the accumulator dtype, then a combine pass that is itself a GEMM
+// (partials @ ones, batched over columns).
+//
+// Configurations (algorithm, TM x TN register block, WM x WN invocations, BK):
+//   gpu-large    tiled  8x8,   16x16 invocations, BK 8  -> 128 x 128 workgroup tile
+//   gpu-medium   tiled  4x4,   16x16 invocations, BK 16 ->  64 x  64
+//   gpu-small    direct 2x2,    8x8 invocations         ->  16 x  16 (small m or n)
+//   cpu-large    tiled  16x16, 16x16 invocations, BK 4  -> 256 x 256 (lavapipe & other CPU
+//   cpu-medium   tiled  16x16,  8x8 invocations, BK 4   -> 128 x 128  devices: invocations are
+//                SIMD lanes and every load is a per-lane gather, so what counts is FMAs per
+//                load: big register blocks. Measured on lavapipe (Mesa 22.3), 512^3 fp32:
+//                4x4 direct 0.6, 8x8 tiled 1.9, 16x16 tiled 16x16 / BK 4 ~10 GFLOP/s. Their
+//                pipelines take ~2 s to compile there, so smaller problems use cpu-mid
+//                (~2 GFLOP/s, 0.25 s to compile) or cpu-small (0.05 s))
+//   cpu-mid      direct 8x8,    8x8 invocations         ->  64 x  64
+//   cpu-small    direct 4x4,    8x8 invocations         ->  32 x  32
+//   skinny       direct 1x1,   64x1 invocations         (n == 1: gemv, dot, split-K combine)
+// GemmTuning::algo Tiled / Direct force the GPU profile's algorithm on any device (tests).
+// A cooperative-matrix algorithm would be one more Config kind chosen in choose_config() from
+// caps().cooperative_matrix, with its own shader variant.
+#include "kernels/gemm.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "kernels/launch.h"
+#include "runtime/allocator.h"
+#include "runtime/device.h"
+#include "runtime/pipeline.h"
+#include "runtime/stream.h"
+
+namespace tvk::kernels {
+namespace {
+
+// Mirrors `Push` in shaders/gemm.comp (std430).
+struct GemmPush {
+  uint64_t a, b, c, bias;
+  int64_t a_bs, b_bs, c_bs, bias_bs;
+  uint64_t alpha_bits;  // float / int32 in the low 4 bytes, or double / int64
+  uint64_t beta_bits;
+  int32_t m, n, k, batch;
+  int32_t a_rs, a_cs, b_rs, b_cs, c_rs, c_cs, bias_rs, bias_cs;
+};
+static_assert(sizeof(GemmPush) == 128);
+static_assert(sizeof(GemmPush) <= kMaxPushConstantBytes);
+static_assert(offsetof(GemmPush, alpha_bits) == 64);
+static_assert(offsetof(GemmPush, m) == 80);
+static_assert(offsetof(GemmPush, a_rs) == 96);
+
+constexpr const char* kWhere = "tvk::kernels::gemm";
+// Sizes stay this far below 2^31 so that tile-rounded indices never overflow int32.
+constexpr int64_t kMaxDim = kMaxIndex - 65536;
+
+struct Config {
+  bool tiled = false;
+  uint32_t tm = 1, tn = 1, wm = 64, wn = 1, bk = 16;
+  uint32_t bm() const { return tm * wm; }
+  uint32_t bn() const { return tn * wn; }
+  uint32_t workgroup() const { return wm * wn; }
+};
+
+constexpr Config kGpuLarge{true, 8, 8, 16, 16, 8};
+constexpr Config kGpuMedium{true, 4, 4, 16, 16, 16};
+constexpr Config kGpuSmall{false, 2, 2, 8, 8, 16};
+constexpr Config kCpuLarge{true, 16, 16, 16, 16, 4};
+constexpr Config kCpuMedium{true, 16, 16, 8, 8, 4};
+constexpr Config kCpuMid{false, 8, 8, 8, 8, 16};
+constexpr Config kCpuSmall{false, 4, 4, 8, 8, 16};
+constexpr Config kSkinny{false, 1, 1, 64, 1, 16};
+
+const char* kind_name(ComputeKind kind) {
+  switch (kind) {
+    case ComputeKind::Float32: return "float32";
+    case ComputeKind::Int32: return "int32";
+    case ComputeKind::Int64: return "int64";
+    case ComputeKind::Float64: return "float64";
+  }
+  return "?";
+}
+
+uint32_t acc_size(ComputeKind kind) {
+  return kind == ComputeKind::Float32 || kind == ComputeKind::Int32 ? 4 : 8;
+}
+
+DType acc_dtype(ComputeKind kind) {
+  switch (kind) {
+    case ComputeKind::Float32: return DType::Float32;
+    case ComputeKind::Int32: return DType::Int32;
+    case ComputeKind::Int64: return DType::Int64;
+    case ComputeKind::Float64: return DType::Float64;
+  }
+  return DType::Float32;
+}
+
+uint64_t scalar_bits(ComputeKind kind, const GemmScalar& s) {
+  uint64_t bits = 0;
+  switch (kind) {
+    case ComputeKind::Float32: {
+      float f = static_cast<float>(s.f);
+      std::memcpy(&bits, &f, sizeof f);
+      break;
+    }
+    case ComputeKind::Float64: std::memcpy(&bits, &s.f, sizeof s.f); break;
+    case ComputeKind::Int32: {
+      int32_t v = static_cast<int32_t>(static_cast<uint32_t>(s.i));
+      std::memcpy(&bits, &v, sizeof v);
+      break;
+    }
+    case ComputeKind::Int64: std::memcpy(&bits, &s.i, sizeof s.i); break;
+  }
+  return bits;
+}
+
+bool is_zero(ComputeKind kind, const GemmScalar& s) {
+  switch (kind) {
+    case ComputeKind::Float32: return static_cast<float>(s.f) == 0.0f;
+    case ComputeKind::Float64: return s.f == 0.0;
+    case ComputeKind::Int32: return static_cast<uint32_t>(s.i) == 0;
+    case ComputeKind::Int64: return s.i == 0;
+  }
+  return false;
+}
+
+int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
+
+// Validates one operand: address, alignment, 32-bit strides and in-matrix offsets.
+void check_matrix(const GemmMatrix& x, int64_t rows, int64_t cols, const char* what) {
+  check_dtype(kWhere, x.dtype, what);
+  if (x.address == 0) invalid(kWhere, std::string(what) + ": address is 0");
+  if (x.address % dtype_size(x.dtype) != 0)
+    invalid(kWhere, std::string(what) + ": address is not aligned to its element size");
+  for (int64_t s : {x.row_stride, x.col_stride})
+    if (s > kMaxIndex || s < -kMaxIndex)
+      invalid(kWhere, std::string(what) + ": stride beyond the 32-bit index range");
+  int64_t reach = (rows - 1) * abs64(x.row_stride) + (cols - 1) * abs64(x.col_stride);
+  if (reach > kMaxIndex)
+    invalid(kWhere, std::string(what) +
+                        ": element offsets inside one matrix exceed the 32-bit index range of "
+                        "the kernel");
+}
+
+bool aligned16(const GemmMatrix& x, int64_t batch) {
+  return x.address % 16 == 0 && (batch == 1 || x.batch_stride % 4 == 0);
+}
+
+Config choose_config(Stream& stream, const Gemm& p) {
+  const DeviceCapabilities& caps = stream.device().caps();
+  const GemmTuning& t = gemm_tuning();
+  Config c;
+  const bool cpu = caps.device_type == "cpu";
+  const double flops = double(p.m) * double(p.n) * double(p.k) * double(p.batch);
+  if (p.n == 1) {
+    c = kSkinny;
+  } else if (t.algo == GemmTuning::Algo::Tiled) {
+    c = (p.m >= 1024 && p.n >= 1024) ? kGpuLarge : kGpuMedium;
+  } else if (t.algo == GemmTuning::Algo::Direct) {
+    c = kGpuSmall;
+  } else if (cpu) {
+    if (p.m >= 512 && p.n >= 512 && p.k >= 64)
+      c = kCpuLarge;
+    else if (p.m >= 128 && p.n >= 128 && flops >= double(1 << 22))
+      c = kCpuMedium;
+    else if (p.m >= 32 && p.n >= 32 && flops >= double(1 << 20))
+      c = kCpuMid;
+    else
+      c = kCpuSmall;
+  } else if (p.m >= 1024 && p.n >= 1024) {
+    c = kGpuLarge;
+  } else if (p.m >= 48 && p.n >= 48) {
+    c = kGpuMedium;
+  } else {
+    c = kGpuSmall;
+  }
+  if (t.algo == GemmTuning::Algo::Tiled) c.tiled = true;
+  if (t.algo == GemmTuning::Algo::Direct) c.tiled = false;
+  if (t.tm) c.tm = t.tm;
+  if (t.tn) c.tn = t.tn;
+  if (t.wm) c.wm = t.wm;
+  if (t.wn) c.wn = t.wn;
+  if (t.bk) c.bk = t.bk;
+  if (c.tm == 0 || c.tn == 0 || c.wm == 0 || c.wn == 0 || c.bk == 0 || c.bk % 4 != 0 ||
+      c.tm * c.tn > 1024)
+    invalid(kWhere, "invalid tile configuration");
+  // Device limits: fall back to a small direct configuration.
+  uint64_t shared = c.tiled ? uint64_t(c.bk) * (c.bm() + c.bn()) * acc_size(p.kind) : 0;
+  if (c.workgroup() > caps.max_workgroup_invocations ||
+      c.workgroup() > caps.max_workgroup_size[0] || shared > caps.max_shared_memory_size)
+    c = p.n == 1 ? Config{false, 1, 1, 32, 1, 16} : Config{false, 2, 2, 4, 8, 16};
+  return c;
+}
+
+// One dispatch of `p` (already validated and normalized) with configuration `cfg`.
+void record(Stream& stream, const Gemm& p, const Config& cfg) {
+  const std::string name =
+      std::string("gemm.") + (cfg.tiled ? "tiled." : "direct.") + kind_name(p.kind);
+  const ShaderBinary* shader = find_shader(name);
+  if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
+  const bool has_bias = p.bias.address != 0;
+
+  GemmPush push{};
+  push.a = p.a.address;
+  push.b = p.b.address;
+  push.c = p.c.address;
+  push.bias = has_bias ? p.bias.address : 0;
+  push.a_bs = p.a.batch_stride;
+  push.b_bs = p.b.batch_stride;
+  push.c_bs = p.c.batch_stride;
+  push.bias_bs = has_bias ? p.bias.batch_stride : 0;
+  push.alpha_bits = scalar_bits(p.kind, p.alpha);
+  push.beta_bits = scalar_bits(p.kind, p.beta);
+  push.m = static_cast<int32_t>(p.m);
+  push.n = static_cast<int32_t>(p.n);
+  push.k = static_cast<int32_t>(p.k);
+  push.batch = static_cast<int32_t>(p.batch);
+  push.a_rs = static_cast<int32_t>(p.a.row_stride);
+  push.a_cs = static_cast<int32_t>(p.a.col_stride);
+  push.b_rs = static_cast<int32_t>(p.b.row_stride);
+  push.b_cs = static_cast<int32_t>(p.b.col_stride);
+  push.c_rs = static_cast<int32_t>(p.c.row_stride);
+  push.c_cs = static_cast<int32_t>(p.c.col_stride);
+  if (has_bias) {
+    push.bias_rs = static_cast<int32_t>(p.bias.row_stride);
+    push.bias_cs = static_cast<int32_t>(p.bias.col_stride);
+  }
+
+  // Load modes. Tiled: how a workgroup loads its tiles (vec4 along the contiguous axis when
+  // the float32 operand is aligned for it, else scalar loads with consecutive invocations
+  // along the smaller stride). Direct: vec4 register loads along the contiguous axis, else
+  // scalar loads (0).
+  uint32_t a_load = 0, b_load = 0;
+  const bool vec = gemm_tuning().vector_loads && p.kind == ComputeKind::Float32;
+  const bool f32a = vec && p.a.dtype == DType::Float32 && aligned16(p.a, p.batch);
+  const bool f32b = vec && p.b.dtype == DType::Float32 && aligned16(p.b, p.batch);
+  const bool a_k = f32a && p.a.col_stride == 1 && p.k % 4 == 0 && p.a.row_stride % 4 == 0;
+  const bool a_m = f32a && p.a.row_stride == 1 && p.m % 4 == 0 && p.a.col_stride % 4 == 0;
+  const bool b_n = f32b && p.b.col_stride == 1 && p.n % 4 == 0 && p.b.row_stride % 4 == 0;
+  const bool b_k = f32b && p.b.row_stride == 1 && p.k % 4 == 0 && p.b.col_stride % 4 == 0;
+  if (cfg.tiled) {
+    if (a_k)
+      a_load = 2;
+    else if (a_m && cfg.bm() % 4 == 0)
+      a_load = 3;
+    else
+      a_load = abs64(p.a.col_stride) <= abs64(p.a.row_stride) ? 0 : 1;
+    if (b_n && cfg.bn() % 4 == 0)
+      b_load = 2;
+    else if (b_k)
+      b_load = 3;
+    else
+      b_load = abs64(p.b.col_stride) <= abs64(p.b.row_stride) ? 0 : 1;
+  } else {
+    if (a_k)
+      a_load = 2;
+    else if (a_m && cfg.tm % 4 == 0)
+      a_load = 3;
+    if (b_k)
+      b_load = 3;
+    else if (b_n && cfg.tn % 4 == 0)
+      b_load = 2;
+  }
+  // Unit strides fold the index math of the direct loops; the tiled loops read shared memory,
+  // so they are not specialized for them (fewer pipelines).
+  uint32_t unit = 0;
+  if (!cfg.tiled)
+    unit = (p.a.col_stride == 1 ? 1u : 0u) | (p.a.row_stride == 1 ? 2u : 0u) |
+           (p.b.row_stride == 1 ? 4u : 0u) | (p.b.col_stride == 1 ? 8u : 0u) |
+           (p.c.col_stride == 1 ? 16u : 0u) | (p.c.row_stride == 1 ? 32u : 0u);
+  std::vector<uint32_t> spec = {
+      static_cast<uint32_t>(p.a.dtype),
+      static_cast<uint32_t>(p.b.dtype),
+      static_cast<uint32_t>(p.c.dtype),
+      has_bias ? static_cast<uint32_t>(p.bias.dtype) : UINT32_MAX,  // -1: no bias
+      cfg.tm, cfg.tn, cfg.wm, cfg.wn, cfg.bk, a_load, b_load, unit};
+  VkPipeline pipeline = stream.device().pipelines().get(*shader, cfg.workgroup(), spec);
+
+  const DeviceCapabilities& caps = stream.device().caps();
+  auto groups = [&](int64_t items, int dim) {
+    int64_t cap = std::min<int64_t>(tuning().max_workgroups, caps.max_workgroup_count[dim]);
+    return static_cast<uint32_t>(std::clamp<int64_t>(items, 1, std::max<int64_t>(cap, 1)));
+  };
+  const int64_t tiles_m = (p.m + cfg.bm() - 1) / cfg.bm();
+  const int64_t tiles_n = (p.n + cfg.bn() - 1) / cfg.bn();
+  stream.dispatch(pipeline, groups(tiles_n, 0), groups(tiles_m, 1), groups(p.batch, 2), &push,
+                  sizeof(push));
+}
+
+// Few outputs and a long k: split k into chunks (partial products in a temporary of the
+// accumulator dtype), then combine the partials with alpha, beta and the bias.
+bool try_split_k(Stream& stream, const Gemm& p, const Config& cfg) {
+  const GemmTuning& t = gemm_tuning();
+  if (t.split_k_min <= 0 || p.batch != 1 || p.k < t.split_k_min || p.k < 2) return false;
+  const int64_t tiles = ((p.m + cfg.bm() - 1) / cfg.bm()) * ((p.n + cfg.bn() - 1) / cfg.bn());
+  if (tiles >= 16) return false;
+  const int64_t target = std::max<int64_t>(t.split_k_chunk, 16);
+  int64_t splits = std::clamp<int64_t>((p.k + target - 1) / target, 2, 256);
+  int64_t chunk = (p.k + splits - 1) / splits;
+  chunk = (chunk + 15) / 16 * 16;  // keeps vec4 alignment of the chunk bases
+  const int64_t full = p.k / chunk, rest = p.k - full * chunk;
+  const int64_t parts = full + (rest > 0 ? 1 : 0);
+  if (parts < 2) return false;
+  const int64_t outputs = p.m * p.n;
+  if (outputs * parts > kMaxIndex || outputs > kMaxIndex / 2) return false;
+
+  const DType pdt = acc_dtype(p.kind);
+  Allocator& allocator = stream.device().allocator();
+  const uint64_t partials =
+      allocator.allocate(static_cast<uint64_t>(outputs * parts) * dtype_size(pdt), stream.id());
+  try {
+    // Pass 1: partial[s] = A[:, chunk s] @ B[chunk s, :], row-major m x n each.
+    Gemm part = p;
+    part.bias = GemmMatrix{};
+    part.alpha = GemmScalar{1.0, 1};
+    part.beta = GemmScalar{0.0, 0};
+    part.c = GemmMatrix{partials, pdt, p.n, 1, outputs};
+    part.batch = full;
+    part.k = chunk;
+    part.a.batch_stride = chunk * p.a.col_stride;
+    part.b.batch_stride = chunk * p.b.row_stride;
+    record(stream, part, choose_config(stream, part));
+    if (rest > 0) {
+      Gemm tail = part;
+      tail.batch = 1;
+      tail.k = rest;
+      const int64_t k0 = full * chunk;
+      tail.a.address = p.a.address + static_cast<uint64_t>(k0 * p.a.col_stride * int64_t(dtype_size(p.a.dtype)));
+      tail.b.address = p.b.address + static_cast<uint64_t>(k0 * p.b.row_stride * int64_t(dtype_size(p.b.dtype)));
+      tail.c.address = partials + static_cast<uint64_t>(full * outputs) * dtype_size(pdt);
+      record(stream, tail, choose_config(stream, tail));
+    }
+    // Pass 2, batched over columns j: C[:, j] = alpha * P_j @ ones + beta * bias[:, j] with
+    // P_j[i][s] = partial[s][i][j] (m x parts) and ones a broadcast parts x 1 vector.
+    Gemm combine = p;
+    combine.batch = p.n;
+    combine.n = 1;
+    combine.k = parts;
+    combine.a = GemmMatrix{partials, pdt, p.n, outputs, 1};
+    uint8_t one[8] = {};
+    switch (p.kind) {
+      case ComputeKind::Float32: { float v = 1; std::memcpy(one, &v, 4); break; }
+      case ComputeKind::Float64: { double v = 1; std::memcpy(one, &v, 8); break; }
+      case ComputeKind::Int32: { int32_t v = 1; std::memcpy(one, &v, 4); break; }
+      case ComputeKind::Int64: { int64_t v = 1; std::memcpy(one, &v, 8); break; }
+    }
+    combine.b = GemmMatrix{stream.upload_params(one, sizeof one), pdt, 0, 0, 0};
+    combine.c = GemmMatrix{p.c.address, p.c.dtype, p.c.row_stride, 0, p.c.col_stride};
+    if (combine.bias.address != 0)
+      combine.bias = GemmMatrix{p.bias.address, p.bias.dtype, p.bias.row_stride, 0,
+                                p.bias.col_stride};
+    record(stream, combine, choose_config(stream, combine));
+  } catch (...) {
+    allocator.free(partials);
+    throw;
+  }
+  // Stream order makes the immediate free safe: later reuse is ordered after the combine.
+  allocator.free(partials);
+  return true;
+}
+
+}  // namespace
+
+GemmTuning& gemm_tuning() {
+  static GemmTuning t = [] {
+    GemmTuning d;
+    const char* v = std::getenv("TORCH_VK_GEMM_ALGO");
+    if (v && std::string(v) == "tiled") d.algo = GemmTuning::Algo::Tiled;
+    if (v && std::string(v) == "direct") d.algo = GemmTuning::Algo::Direct;
+    return d;
+  }();
+  return t;
+}
+
+ComputeKind gemm_kind_for(DType dtype) {
+  switch (dtype) {
+    case DType::Float64: return ComputeKind::Float64;
+    case DType::Int64: return ComputeKind::Int64;
+    case DType::Float16:
+    case DType::BFloat16:
+    case DType::Float32: return ComputeKind::Float32;
+    default: return ComputeKind::Int32;
+  }
+}
+
+void gemm(Stream& stream, const Gemm& problem) {
+  Gemm p = problem;
+  const int kind = static_cast<int>(p.kind);
+  if (kind < 0 || kind > 3) invalid(kWhere, "invalid compute kind " + std::to_string(kind));
+  if (p.kind == ComputeKind::Float64 && !stream.device().caps().float64)
+    throw std::invalid_argument("float64 is not supported on this device (no shaderFloat64)");
+  if (p.batch < 0 || p.m < 0 || p.n < 0 || p.k < 0) invalid(kWhere, "negative size");
+  if (p.batch > kMaxIndex || p.m > kMaxDim || p.n > kMaxDim || p.k > kMaxDim)
+    invalid(kWhere, "sizes exceed the kernel's 32-bit index range");
+  if (p.batch == 0 || p.m == 0 || p.n == 0) return;
+
+  // What is read: no bias when beta == 0; no product when k == 0 or alpha == 0.
+  if (p.bias.address != 0 && is_zero(p.kind, p.beta)) p.bias = GemmMatrix{};
+  if (p.k == 0 || is_zero(p.kind, p.alpha)) {
+    p.k = 0;
+    p.alpha = GemmScalar{0.0, 0};
+  }
+  check_matrix(p.c, p.m, p.n, "C");
+  if (p.k > 0) {
+    check_matrix(p.a, p.m, p.k, "A");
+    check_matrix(p.b, p.k, p.n, "B");
+  } else {
+    // Never loaded: any valid address keeps the push constants well-defined.
+    p.a = GemmMatrix{p.c.address, p.c.dtype, 0, 0, 0};
+    p.b = p.a;
+  }
+  if (p.bias.address != 0) check_matrix(p.bias, p.m, p.n, "bias");
+  for (const GemmMatrix* x : {&p.a, &p.b, &p.c, &p.bias}) {
+    if (x->address == 0) continue;
+    if (x->dtype == DType::Float64 && p.kind != ComputeKind::Float64)
+      invalid(kWhere, "float64 operands need the float64 compute kind");
+  }
+
+  // Transpose the problem (C^T = B^T A^T) when that makes C row-major (coalesced stores) or
+  // turns a row vector result into a column (the skinny n == 1 configuration).
+  const bool col_major_c = p.c.row_stride == 1 && abs64(p.c.col_stride) != 1 && p.m > 1;
+  if (gemm_tuning().transpose_output && ((p.m == 1 && p.n > 1) || col_major_c)) {
+    std::swap(p.m, p.n);
+    GemmMatrix a = p.a;
+    p.a = p.b.transposed();
+    p.b = a.transposed();
+    p.c = p.c.transposed();
+    if (p.bias.address != 0) p.bias = p.bias.transposed();
+  }
+
+  const Config cfg = choose_config(stream, p);
+  if (p.k > 0 && try_split_k(stream, p, cfg)) return;
+  record(stream, p, cfg);
+}
+
+}  // namespace tvk::kernels

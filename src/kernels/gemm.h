@@ -1,0 +1,92 @@
+// L2: the matrix-multiply family (shaders/gemm.comp). No torch headers.
+//
+//   C[b] = alpha * A[b] @ B[b] + beta * bias[b]      b < batch, A: m x k, B: k x n, C: m x n
+//
+// Every operand is a strided matrix view (row, column and batch element strides, any sign,
+// 0 = broadcast), so transposed, sliced and broadcast operands need no copies: a transposed
+// operand is the same view with its row and column strides swapped (GemmMatrix::transposed).
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "kernels/kernels.h"
+
+namespace tvk {
+class Stream;
+}
+
+namespace tvk::kernels {
+
+struct GemmMatrix {
+  uint64_t address = 0;  // device address of element (0, 0) of batch 0, aligned to its dtype
+                         // size; 0 for an absent bias
+  DType dtype = DType::Float32;
+  int64_t row_stride = 0;    // elements between (r, c) and (r + 1, c)
+  int64_t col_stride = 0;    // elements between (r, c) and (r, c + 1)
+  int64_t batch_stride = 0;  // elements between batch b and b + 1 (0: the same matrix for all)
+
+  GemmMatrix transposed() const {
+    GemmMatrix t = *this;
+    std::swap(t.row_stride, t.col_stride);
+    return t;
+  }
+};
+
+// A scalar in both forms; float kinds read `f` (Float32 kernels round it to float), integer
+// kinds read `i` (Int32 kernels wrap it to 32 bits).
+struct GemmScalar {
+  double f = 0;
+  int64_t i = 0;
+};
+
+struct Gemm {
+  // The compute (accumulator) kind: Float32 for float16 / bfloat16 / float32 operands (fp32
+  // accumulation, the result rounded once to C's dtype), Float64 (only on devices with
+  // shaderFloat64), Int32 (8/16/32-bit integers: wrapping 32-bit math, so narrower outputs
+  // wrap exactly as if computed in their own width) or Int64. Loads convert each operand
+  // from its own dtype, the store converts to C's dtype.
+  ComputeKind kind = ComputeKind::Float32;
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  GemmMatrix a;     // m x k
+  GemmMatrix b;     // k x n
+  GemmMatrix c;     // m x n, written
+  GemmMatrix bias;  // m x n view read as C_in (address 0: none). May be C itself (same
+                    // address and strides); must not otherwise overlap C.
+  GemmScalar alpha{1.0, 1};
+  GemmScalar beta{0.0, 0};
+};
+
+// Records the product on `stream`. Semantics (as PyTorch's addmm / baddbmm on the CPU):
+//   * beta == 0: the bias is not read (NaN / inf in it do not propagate); no bias: beta is
+//     ignored.
+//   * k == 0 or alpha == 0: the product is not computed: C = beta * bias (or zeros).
+//   * batch * m * n == 0 records nothing.
+// C must not overlap A or B (callers compute into a temporary). Several dispatches may be
+// recorded (split-K for few outputs with a long k: partial products in a temporary buffer,
+// then a combine pass).
+// Throws std::invalid_argument for negative sizes, sizes beyond the 32-bit index range, element
+// offsets inside one matrix beyond the 32-bit range, zero or misaligned addresses, an invalid
+// kind, float64 operands without the Float64 kind, and the Float64 kind on a device without
+// shaderFloat64 ("float64 is not supported on this device (no shaderFloat64)").
+void gemm(Stream& stream, const Gemm& problem);
+
+// Knobs for tests and benchmarks (process-wide; change them only while nothing is launched).
+struct GemmTuning {
+  enum class Algo { Auto, Tiled, Direct };
+  Algo algo = Algo::Auto;  // TORCH_VK_GEMM_ALGO=tiled|direct forces one
+  // Non-zero: use this tile shape instead of the profile's (tm, tn: register block of one
+  // invocation; wm, wn: invocations along M / N; bk: K step of the tiled algorithm, a
+  // multiple of 4).
+  uint32_t tm = 0, tn = 0, wm = 0, wn = 0, bk = 0;
+  bool vector_loads = true;      // vec4 tile loads for suitable float32 operands (tiled)
+  bool transpose_output = true;  // compute C^T = B^T A^T when C is column-major or m == 1
+  int64_t split_k_min = 4096;    // k from which few-output problems split k (0: never)
+  int64_t split_k_chunk = 1024;  // target k per split
+};
+GemmTuning& gemm_tuning();
+
+// The compute kind PyTorch uses for a matmul in `dtype` (fp32 for float16 / bfloat16).
+ComputeKind gemm_kind_for(DType dtype);
+
+}  // namespace tvk::kernels

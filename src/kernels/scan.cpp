@@ -1,0 +1,112 @@
+// Launcher of the scan family (shaders/scan.comp).
+//
+// Strategies:
+//   Workgroup  one workgroup per row walking it in tiles (coalesced when the scanned dim is
+//              innermost): for long innermost rows.
+//   Thread     one invocation per row with a serial scan: for short rows and for non-innermost
+//              dims with many rows (adjacent invocations read adjacent elements).
+#include "kernels/scan.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "kernels/launch.h"
+#include "runtime/device.h"
+#include "runtime/pipeline.h"
+#include "runtime/stream.h"
+
+namespace tvk::kernels {
+namespace {
+
+// Mirrors `Push` in shaders/scan.comp.
+struct ScanPush {
+  uint64_t in_addr;
+  uint64_t out_addr;
+  int32_t rows;
+  int32_t dim;
+  int32_t inner;
+  int32_t in_dtype;
+  int32_t out_dtype;
+  int32_t pad;
+};
+static_assert(sizeof(ScanPush) == 40);
+
+constexpr const char* kWhere = "tvk::kernels::scan";
+constexpr int kModeWorkgroup = 0;
+constexpr int kModeThread = 1;
+
+}  // namespace
+
+ScanTuning& scan_tuning() {
+  static ScanTuning t;
+  return t;
+}
+
+void scan(Stream& stream, const Scan& p) {
+  const int opi = static_cast<int>(p.op);
+  if (opi < 0 || opi > 1) invalid(kWhere, "invalid op " + std::to_string(opi));
+  ComputeKind acc = p.acc;
+  if (acc == ComputeKind::Int32) acc = ComputeKind::Int64;
+  const int acci = static_cast<int>(acc);
+  if (acci < 0 || acci > 3) invalid(kWhere, "invalid accumulator kind " + std::to_string(acci));
+  if (acc == ComputeKind::Float64 && !stream.device().caps().float64)
+    throw std::invalid_argument("float64 is not supported on this device (no shaderFloat64)");
+  check_dtype(kWhere, p.out.dtype, "output");
+  check_dtype(kWhere, p.in.dtype, "input");
+  if ((p.out.dtype == DType::Float64 || p.in.dtype == DType::Float64) && acc != ComputeKind::Float64)
+    invalid(kWhere, "float64 operands need the float64 accumulator");
+  if (p.outer < 0 || p.dim < 0 || p.inner < 0) invalid(kWhere, "negative size");
+  if (p.outer == 0 || p.dim == 0 || p.inner == 0) return;
+  int64_t numel = 0;
+  if (__builtin_mul_overflow(p.outer, p.dim, &numel) ||
+      __builtin_mul_overflow(numel, p.inner, &numel) || numel > kMaxIndex)
+    invalid(kWhere, "more elements than the kernel's 32-bit index range");
+  for (const Operand* op : {&p.out, &p.in}) {
+    if (op->address == 0) invalid(kWhere, "operand address is 0");
+    if (op->address % dtype_size(op->dtype) != 0)
+      invalid(kWhere, "operand address is not aligned to its element size");
+  }
+
+  const int64_t rows = p.outer * p.inner;
+  const ScanTuning& t = scan_tuning();
+  using S = ScanTuning::Strategy;
+  S strategy = t.strategy;
+  if (strategy == S::Auto) {
+    if (p.inner == 1)
+      strategy = p.dim > 64 ? S::Workgroup : S::Thread;
+    else
+      strategy = (rows >= 1024 || p.dim <= 64) ? S::Thread : S::Workgroup;
+  }
+  const int mode = strategy == S::Thread ? kModeThread : kModeWorkgroup;
+  const uint32_t wg = mode == kModeThread ? 64 : std::max<uint32_t>(t.workgroup, 1);
+
+  const DeviceCapabilities& caps = stream.device().caps();
+  std::string name = std::string("scan.") + (p.op == ScanOp::Sum ? "sum" : "prod") + "." +
+                     compute_kind_name(acc);
+  if (acc == ComputeKind::Float32 && mode == kModeWorkgroup && t.subgroups &&
+      caps.subgroup_basic && caps.subgroup_arithmetic)
+    name += ".subgroup";
+  const ShaderBinary* shader = find_shader(name);
+  if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
+
+  ScanPush push{};
+  push.in_addr = p.in.address;
+  push.out_addr = p.out.address;
+  push.rows = static_cast<int32_t>(rows);
+  push.dim = static_cast<int32_t>(p.dim);
+  push.inner = static_cast<int32_t>(p.inner);
+  push.in_dtype = static_cast<int32_t>(p.in.dtype);
+  push.out_dtype = static_cast<int32_t>(p.out.dtype);
+  std::vector<uint32_t> spec;
+  if (tuning().specialize_dtypes)
+    spec = {static_cast<uint32_t>(p.in.dtype), static_cast<uint32_t>(p.out.dtype)};
+  else
+    spec = {UINT32_MAX, UINT32_MAX};
+  spec.push_back(static_cast<uint32_t>(mode));
+  VkPipeline pipeline = stream.device().pipelines().get(*shader, wg, spec);
+  const uint32_t groups = group_count(stream, rows, mode == kModeThread ? wg : 1);
+  stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+}
+
+}  // namespace tvk::kernels

@@ -1,0 +1,705 @@
+// L2 GEMM tests (GoogleTest, suite GemmKernel): tvk::kernels::gemm on the first Vulkan device
+// against a host reference computed here in long double from the stored (already rounded)
+// operand values, never against earlier kernel outputs. Every configuration (tiled / direct,
+// vec4 and scalar tile loads, split-K, transposed problems, grid loops) is forced through
+// GemmTuning so that one device covers all of them.
+// Every test fails when the validation layer (TORCH_VK_VALIDATION=1) reports an error during it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm.h"
+#include "kernels/kernels.h"
+#include "kernels/launch.h"
+#include "runtime/allocator.h"
+#include "runtime/device.h"
+#include "runtime/stream.h"
+
+namespace {
+
+using namespace tvk;
+using namespace tvk::kernels;
+using V = long double;
+
+// ---------------------------------------------------------------- host conversions
+
+float bits_to_float(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+uint32_t float_to_bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+// Round to nearest even by comparing the distances to the two neighbours.
+uint16_t ref_bf16(float f) {
+  if (std::isnan(f)) return 0x7fc0;
+  if (std::isinf(f)) return static_cast<uint16_t>(float_to_bits(f) >> 16);
+  uint32_t lo = float_to_bits(f) & 0xffff0000u, hi = lo + 0x10000u;
+  auto value = [](uint32_t b) -> double {
+    if ((b & 0x7f800000u) == 0x7f800000u) return std::copysign(std::ldexp(1.0, 128), bits_to_float(b));
+    return bits_to_float(b);
+  };
+  double dlo = std::fabs(double(f) - value(lo)), dhi = std::fabs(value(hi) - double(f));
+  if (dlo < dhi || (dlo == dhi && ((lo >> 16) & 1u) == 0)) return static_cast<uint16_t>(lo >> 16);
+  return static_cast<uint16_t>(hi >> 16);
+}
+
+bool is_int(DType t) {
+  return t != DType::Float16 && t != DType::BFloat16 && t != DType::Float32 && t != DType::Float64;
+}
+
+// The value `t` stores for `v` (C-style casts; integers wrap).
+V cast_to(DType t, V v) {
+  auto wrap = [&](int bits, bool is_signed) -> V {
+    uint64_t u = static_cast<uint64_t>(static_cast<int64_t>(std::trunc(v)));
+    uint64_t mask = bits == 64 ? ~0ull : ((1ull << bits) - 1);
+    u &= mask;
+    if (is_signed && bits < 64 && (u >> (bits - 1))) return static_cast<V>(static_cast<int64_t>(u | ~mask));
+    return is_signed ? static_cast<V>(static_cast<int64_t>(u)) : static_cast<V>(u);
+  };
+  switch (t) {
+    case DType::Bool: return v != 0 ? 1 : 0;
+    case DType::UInt8: return wrap(8, false);
+    case DType::Int8: return wrap(8, true);
+    case DType::Int16: return wrap(16, true);
+    case DType::Int32: return wrap(32, true);
+    case DType::Int64: return wrap(64, true);
+    case DType::Float16: return static_cast<V>(static_cast<_Float16>(static_cast<float>(v)));
+    case DType::BFloat16: return bits_to_float(uint32_t(ref_bf16(static_cast<float>(v))) << 16);
+    case DType::Float32: return static_cast<float>(v);
+    case DType::Float64: return static_cast<double>(v);
+  }
+  return 0;
+}
+
+void encode(DType t, V v, uint8_t* p) {
+  switch (t) {
+    case DType::Bool:
+    case DType::UInt8: *p = static_cast<uint8_t>(static_cast<int64_t>(v)); break;
+    case DType::Int8: { int8_t x = static_cast<int8_t>(v); std::memcpy(p, &x, 1); break; }
+    case DType::Int16: { int16_t x = static_cast<int16_t>(v); std::memcpy(p, &x, 2); break; }
+    case DType::Int32: { int32_t x = static_cast<int32_t>(v); std::memcpy(p, &x, 4); break; }
+    case DType::Int64: { int64_t x = static_cast<int64_t>(v); std::memcpy(p, &x, 8); break; }
+    case DType::Float16: { _Float16 x = static_cast<_Float16>(static_cast<float>(v)); std::memcpy(p, &x, 2); break; }
+    case DType::BFloat16: { uint16_t x = ref_bf16(static_cast<float>(v)); std::memcpy(p, &x, 2); break; }
+    case DType::Float32: { float x = static_cast<float>(v); std::memcpy(p, &x, 4); break; }
+    case DType::Float64: { double x = static_cast<double>(v); std::memcpy(p, &x, 8); break; }
+  }
+}
+
+V decode(DType t, const uint8_t* p) {
+  switch (t) {
+    case DType::Bool:
+    case DType::UInt8: return *p;
+    case DType::Int8: { int8_t x; std::memcpy(&x, p, 1); return x; }
+    case DType::Int16: { int16_t x; std::memcpy(&x, p, 2); return x; }
+    case DType::Int32: { int32_t x; std::memcpy(&x, p, 4); return x; }
+    case DType::Int64: { int64_t x; std::memcpy(&x, p, 8); return x; }
+    case DType::Float16: { _Float16 x; std::memcpy(&x, p, 2); return static_cast<float>(x); }
+    case DType::BFloat16: { uint16_t x; std::memcpy(&x, p, 2); return bits_to_float(uint32_t(x) << 16); }
+    case DType::Float32: { float x; std::memcpy(&x, p, 4); return x; }
+    case DType::Float64: { double x; std::memcpy(&x, p, 8); return x; }
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------- device helpers
+
+Device& dev() { return Runtime::get().device(0); }
+Stream& stream() { return dev().stream(0); }
+
+// A strided (batch, rows, cols) view over its own device buffer, with a host mirror.
+// Element (b, r, c) is at storage index `origin + b * bs + r * rs + c * cs`.
+struct Mat {
+  DType dtype;
+  int64_t batch, rows, cols;
+  int64_t rs, cs, bs;
+  int64_t origin = 0, storage = 0;
+  std::vector<V> host;  // the storage's values
+  uint64_t address = 0;
+
+  // layout: "row" (row-major), "col" (column-major); pad: extra elements per leading row;
+  // offset: extra elements before the first; bcast: batch stride 0.
+  Mat(DType t, int64_t nb, int64_t r, int64_t c, const std::string& layout = "row", int64_t pad = 0,
+      int64_t offset = 0, bool bcast = false)
+      : dtype(t), batch(nb), rows(r), cols(c) {
+    if (layout == "col") {
+      rs = 1;
+      cs = r + pad;
+      bs = bcast ? 0 : cs * c;
+    } else {
+      cs = 1;
+      rs = c + pad;
+      bs = bcast ? 0 : rs * r;
+    }
+    origin = offset;
+    const int64_t per_matrix = layout == "col" ? cs * c : rs * r;
+    storage = offset + (bcast ? 1 : std::max<int64_t>(nb, 1)) * std::max<int64_t>(per_matrix, 1) + 4;
+    allocate();
+  }
+  // Explicit strides (may be negative or 0); origin chosen so every index is >= 0.
+  Mat(DType t, int64_t nb, int64_t r, int64_t c, int64_t rs_, int64_t cs_, int64_t bs_)
+      : dtype(t), batch(nb), rows(r), cols(c), rs(rs_), cs(cs_), bs(bs_) {
+    int64_t lo = 0, hi = 0;
+    for (int64_t s_n : {rs * (r - 1), cs * (c - 1), bs * (nb - 1)}) {
+      if (s_n < 0) lo += s_n; else hi += s_n;
+    }
+    origin = -lo;
+    storage = hi - lo + 1;
+    allocate();
+  }
+  Mat(const Mat&) = delete;
+  ~Mat() {
+    stream().synchronize();
+    dev().allocator().free(address);
+  }
+  void allocate() {
+    host.assign(storage, 0);
+    address = dev().allocator().allocate(std::max<uint64_t>(16, storage * dtype_size(dtype)));
+    upload();  // defined contents everywhere, padding included
+  }
+  int64_t index(int64_t b, int64_t r, int64_t c) const { return origin + b * bs + r * rs + c * cs; }
+  V& at(int64_t b, int64_t r, int64_t c) { return host[index(b, r, c)]; }
+  V at(int64_t b, int64_t r, int64_t c) const { return host[index(b, r, c)]; }
+  void fill_random(std::mt19937& rng, double lo = -2, double hi = 2) {
+    std::uniform_real_distribution<double> d(lo, hi);
+    std::uniform_int_distribution<int> di(-100, 100);
+    for (auto& v : host) v = cast_to(dtype, is_int(dtype) ? V(di(rng)) : V(d(rng)));
+    upload();
+  }
+  void upload() {
+    std::vector<uint8_t> bytes(storage * dtype_size(dtype));
+    for (int64_t i = 0; i < storage; ++i) encode(dtype, host[i], &bytes[i * dtype_size(dtype)]);
+    stream().copy_from_host(bytes.data(), address, bytes.size());
+  }
+  std::vector<V> download() const {
+    std::vector<uint8_t> bytes(storage * dtype_size(dtype));
+    stream().copy_to_host(address, bytes.data(), bytes.size());
+    std::vector<V> out(storage);
+    for (int64_t i = 0; i < storage; ++i) out[i] = decode(dtype, &bytes[i * dtype_size(dtype)]);
+    return out;
+  }
+  GemmMatrix view() const {
+    return GemmMatrix{address + static_cast<uint64_t>(origin) * dtype_size(dtype), dtype, rs, cs, bs};
+  }
+};
+
+bool close(V got, V want, double rtol, double atol) {
+  if (std::isnan(want)) return std::isnan(got);
+  if (std::isinf(want)) return got == want;
+  return std::fabs(got - want) <= atol + rtol * std::fabs(want);
+}
+
+struct Case {
+  ComputeKind kind = ComputeKind::Float32;
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  double alpha = 1, beta = 0;
+  int64_t ialpha = 1, ibeta = 0;
+};
+
+// Runs C = alpha * A @ B + beta * bias (bias may be &c: in place) and compares every element
+// of C's storage (untouched elements must keep their values).
+::testing::AssertionResult run_case(const Case& cs, Mat& a, Mat& b, Mat& c, Mat* bias, double rtol,
+                                    double atol) {
+  Gemm g;
+  g.kind = cs.kind;
+  g.batch = cs.batch;
+  g.m = cs.m;
+  g.n = cs.n;
+  g.k = cs.k;
+  g.a = a.view();
+  g.b = b.view();
+  g.c = c.view();
+  if (bias) g.bias = bias->view();
+  g.alpha = GemmScalar{cs.alpha, cs.ialpha};
+  g.beta = GemmScalar{cs.beta, cs.ibeta};
+  const bool integer = cs.kind == ComputeKind::Int32 || cs.kind == ComputeKind::Int64;
+  // Reference (from the host mirrors, before C is overwritten).
+  std::vector<V> want = c.host;
+  for (int64_t bt = 0; bt < cs.batch; ++bt)
+    for (int64_t i = 0; i < cs.m; ++i)
+      for (int64_t j = 0; j < cs.n; ++j) {
+        V v;
+        if (integer) {
+          // Wrapping integer math in the kind's width.
+          uint64_t acc = 0;
+          if (cs.ialpha != 0)
+            for (int64_t p = 0; p < cs.k; ++p)
+              acc += static_cast<uint64_t>(static_cast<int64_t>(a.at(bt, i, p))) *
+                     static_cast<uint64_t>(static_cast<int64_t>(b.at(bt, p, j)));
+          uint64_t r = static_cast<uint64_t>(cs.ialpha) * acc;
+          if (bias && cs.ibeta != 0)
+            r += static_cast<uint64_t>(cs.ibeta) * static_cast<uint64_t>(static_cast<int64_t>(bias->at(bt, i, j)));
+          if (cs.kind == ComputeKind::Int32) r = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(r))));
+          v = static_cast<V>(static_cast<int64_t>(r));
+        } else {
+          V acc = 0;
+          if (cs.alpha != 0)
+            for (int64_t p = 0; p < cs.k; ++p) acc += a.at(bt, i, p) * b.at(bt, p, j);
+          v = cs.k > 0 && cs.alpha != 0 ? V(cs.alpha) * acc : 0;
+          if (bias && cs.beta != 0) v += V(cs.beta) * bias->at(bt, i, j);
+        }
+        want[c.index(bt, i, j)] = cast_to(c.dtype, v);
+      }
+  try {
+    gemm(stream(), g);
+  } catch (const std::exception& e) {
+    return ::testing::AssertionFailure() << "gemm threw: " << e.what();
+  }
+  std::vector<V> got = c.download();
+  int bad = 0;
+  ::testing::AssertionResult result = ::testing::AssertionSuccess();
+  for (int64_t idx = 0; idx < c.storage; ++idx) {
+    if (!close(got[idx], want[idx], rtol, atol)) {
+      if (bad++ == 0)
+        result = ::testing::AssertionFailure()
+                 << "storage index " << idx << ": got " << double(got[idx]) << " want "
+                 << double(want[idx]);
+    }
+  }
+  if (bad) result << " (" << bad << " mismatches; batch " << cs.batch << " m " << cs.m << " n "
+                  << cs.n << " k " << cs.k << ")";
+  c.host = want;  // so that later in-place checks start from the reference
+  return result;
+}
+
+class GemmKernel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!Runtime::get().available())
+      GTEST_SKIP() << "no Vulkan device: " << Runtime::get().unavailable_reason();
+    errors_ = Runtime::get().validation_error_count();
+    saved_ = gemm_tuning();
+    saved_tuning_ = tuning();
+  }
+  void TearDown() override {
+    gemm_tuning() = saved_;
+    tuning() = saved_tuning_;
+    if (!Runtime::get().available()) return;
+    stream().synchronize();
+    if (Runtime::get().validation_error_count() != errors_)
+      for (const auto& m : Runtime::get().validation_messages()) ADD_FAILURE() << m;
+  }
+  uint64_t errors_ = 0;
+  GemmTuning saved_;
+  Tuning saved_tuning_;
+};
+
+using Algo = GemmTuning::Algo;
+constexpr Algo kAlgos[] = {Algo::Auto, Algo::Tiled, Algo::Direct};
+const char* algo_name(Algo a) { return a == Algo::Auto ? "auto" : a == Algo::Tiled ? "tiled" : "direct"; }
+
+// fp32 tolerance for a k-term sum of values in [-2, 2].
+double f32_atol(int64_t k) { return 1e-5 * (4.0 * std::max<int64_t>(k, 1)); }
+
+// ---------------------------------------------------------------- tests
+
+TEST_F(GemmKernel, ShapesLayoutsAndAlgorithms) {
+  struct Shape { int64_t m, n, k; };
+  const Shape shapes[] = {{1, 1, 1}, {17, 33, 5}, {65, 129, 31}, {4, 4, 4}, {1, 9, 3},
+                          {9, 1, 3}, {64, 64, 64}, {33, 2, 70}, {2, 40, 1}};
+  std::mt19937 rng(1);
+  for (Algo algo : kAlgos) {
+    gemm_tuning().algo = algo;
+    for (const Shape& s : shapes)
+      for (const char* la : {"row", "col"})
+        for (const char* lb : {"row", "col"}) {
+          Mat a(DType::Float32, 1, s.m, s.k, la), b(DType::Float32, 1, s.k, s.n, lb);
+          Mat c(DType::Float32, 1, s.m, s.n);
+          a.fill_random(rng);
+          b.fill_random(rng);
+          c.fill_random(rng);
+          Case cs;
+          cs.m = s.m, cs.n = s.n, cs.k = s.k;
+          EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, f32_atol(s.k)))
+              << algo_name(algo) << " " << s.m << "x" << s.n << "x" << s.k << " A " << la << " B " << lb;
+        }
+  }
+}
+
+TEST_F(GemmKernel, StridedOffsetNegativeAndColumnMajorOutput) {
+  std::mt19937 rng(2);
+  for (Algo algo : kAlgos) {
+    gemm_tuning().algo = algo;
+    // Padded rows, a storage offset (misaligned for vec4), negative strides, column-major C.
+    Mat a(DType::Float32, 1, 19, 23, "row", 3, 1);
+    Mat b(DType::Float32, 1, 23, 37, -1, -37, 0);
+    Mat c(DType::Float32, 1, 19, 37, "col", 2);
+    a.fill_random(rng);
+    b.fill_random(rng);
+    c.fill_random(rng);
+    Case cs;
+    cs.m = 19, cs.n = 37, cs.k = 23;
+    EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, f32_atol(23))) << algo_name(algo);
+    // The same without transposing the problem (column-major stores).
+    gemm_tuning().transpose_output = false;
+    EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, f32_atol(23))) << algo_name(algo);
+    gemm_tuning().transpose_output = true;
+  }
+}
+
+TEST_F(GemmKernel, VectorTileLoads) {
+  // Aligned float32 operands contiguous along K or along M / N take the vec4 tile loads;
+  // misaligned or odd-sized ones the scalar loads. Both must agree with the reference.
+  std::mt19937 rng(3);
+  gemm_tuning().algo = Algo::Tiled;
+  struct Shape { int64_t m, n, k; };
+  for (bool vec : {true, false}) {
+    gemm_tuning().vector_loads = vec;
+    for (Shape s : {Shape{68, 72, 36}, Shape{64, 128, 64}, Shape{67, 71, 37}, Shape{8, 132, 20}})
+      for (const char* la : {"row", "col"})
+        for (const char* lb : {"row", "col"})
+          for (int64_t offset : {0, 1}) {
+            Mat a(DType::Float32, 2, s.m, s.k, la, 0, offset), b(DType::Float32, 2, s.k, s.n, lb, 4);
+            Mat c(DType::Float32, 2, s.m, s.n);
+            a.fill_random(rng);
+            b.fill_random(rng);
+            c.fill_random(rng);
+            Case cs;
+            cs.batch = 2, cs.m = s.m, cs.n = s.n, cs.k = s.k;
+            EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, f32_atol(s.k)))
+                << s.m << "x" << s.n << "x" << s.k << " A " << la << " B " << lb << " offset "
+                << offset << " vec " << vec;
+          }
+  }
+}
+
+TEST_F(GemmKernel, AlphaBetaBiasAndInPlace) {
+  std::mt19937 rng(4);
+  for (Algo algo : kAlgos) {
+    gemm_tuning().algo = algo;
+    const int64_t nb = 3, m = 21, n = 34, k = 13;
+    Mat a(DType::Float32, nb, m, k), b(DType::Float32, nb, k, n, "col");
+    a.fill_random(rng);
+    b.fill_random(rng);
+    Case cs;
+    cs.batch = nb, cs.m = m, cs.n = n, cs.k = k;
+    cs.alpha = 0.75, cs.beta = -1.5;
+    // Separate bias with its own strides: a 1-D bias of n (row stride 0, batch stride 0).
+    {
+      Mat bias(DType::Float32, nb, m, n, 0, 1, 0);
+      bias.fill_random(rng);
+      Mat c(DType::Float32, nb, m, n);
+      c.fill_random(rng);
+      EXPECT_TRUE(run_case(cs, a, b, c, &bias, 1e-5, f32_atol(k))) << algo_name(algo) << " row bias";
+    }
+    // A column bias (column stride 0) in float16.
+    {
+      Mat bias(DType::Float16, nb, m, n, 1, 0, m);
+      bias.fill_random(rng);
+      Mat c(DType::Float32, nb, m, n);
+      EXPECT_TRUE(run_case(cs, a, b, c, &bias, 1e-5, f32_atol(k))) << algo_name(algo) << " col bias";
+    }
+    // In place: the bias is C itself (beta * C + alpha * A @ B).
+    {
+      Mat c(DType::Float32, nb, m, n, "col");
+      c.fill_random(rng);
+      EXPECT_TRUE(run_case(cs, a, b, c, &c, 1e-5, f32_atol(k))) << algo_name(algo) << " in place";
+    }
+    // beta == 0: NaN / inf in the bias must not propagate.
+    {
+      Mat bias(DType::Float32, nb, m, n);
+      for (auto& v : bias.host) v = std::numeric_limits<float>::quiet_NaN();
+      bias.host[1] = std::numeric_limits<float>::infinity();
+      bias.upload();
+      Mat c(DType::Float32, nb, m, n);
+      Case z = cs;
+      z.beta = 0;
+      EXPECT_TRUE(run_case(z, a, b, c, &bias, 1e-5, f32_atol(k))) << algo_name(algo) << " beta 0";
+    }
+    // alpha == 0: the product is not computed (inf in A does not give NaN).
+    {
+      Mat ai(DType::Float32, nb, m, k);
+      for (auto& v : ai.host) v = std::numeric_limits<float>::infinity();
+      ai.upload();
+      Mat bias(DType::Float32, nb, m, n);
+      bias.fill_random(rng);
+      Mat c(DType::Float32, nb, m, n);
+      Case z = cs;
+      z.alpha = 0;
+      EXPECT_TRUE(run_case(z, ai, b, c, &bias, 1e-6, 1e-6)) << algo_name(algo) << " alpha 0";
+    }
+  }
+}
+
+TEST_F(GemmKernel, KZeroAndEmpty) {
+  std::mt19937 rng(5);
+  Mat a(DType::Float32, 2, 5, 0), b(DType::Float32, 2, 0, 7);
+  Mat bias(DType::Float32, 2, 5, 7);
+  bias.fill_random(rng);
+  for (Algo algo : kAlgos) {
+    gemm_tuning().algo = algo;
+    Case cs;
+    cs.batch = 2, cs.m = 5, cs.n = 7, cs.k = 0;
+    Mat c(DType::Float32, 2, 5, 7);
+    c.fill_random(rng);
+    EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 0, 0)) << "k == 0 without bias: zeros";
+    cs.beta = 2.5;
+    EXPECT_TRUE(run_case(cs, a, b, c, &bias, 1e-6, 0)) << "k == 0: beta * bias";
+    EXPECT_TRUE(run_case(cs, a, b, c, &c, 1e-6, 0)) << "k == 0 in place: beta * C";
+  }
+  // Empty outputs record nothing (and accept a zero address).
+  const uint64_t before = Runtime::get().counters().dispatches.load();
+  for (auto [nb, m, n] : {std::array<int64_t, 3>{0, 3, 3}, {2, 0, 3}, {2, 3, 0}}) {
+    Gemm g;
+    g.batch = nb, g.m = m, g.n = n, g.k = 4;
+    EXPECT_NO_THROW(gemm(stream(), g));
+  }
+  EXPECT_EQ(Runtime::get().counters().dispatches.load(), before);
+}
+
+TEST_F(GemmKernel, HalfAndBFloat16) {
+  std::mt19937 rng(6);
+  for (Algo algo : kAlgos) {
+    gemm_tuning().algo = algo;
+    for (DType in : {DType::Float16, DType::BFloat16})
+      for (DType out : {in, DType::Float32}) {
+        const int64_t m = 18, n = 35, k = 40;
+        Mat a(in, 1, m, k), b(in, 1, k, n, "col"), c(out, 1, m, n);
+        Mat bias(in, 1, m, n, 0, 1, 0);
+        a.fill_random(rng);
+        b.fill_random(rng);
+        bias.fill_random(rng);
+        Case cs;
+        cs.m = m, cs.n = n, cs.k = k, cs.beta = 1;
+        // fp32 accumulation: only the final rounding to `out` (plus fp32 sums) differs.
+        const double rtol = out == DType::Float16 ? 1e-3 : out == DType::BFloat16 ? 8e-3 : 1e-5;
+        EXPECT_TRUE(run_case(cs, a, b, c, &bias, rtol, f32_atol(k)))
+            << algo_name(algo) << " " << dtype_name(in) << " -> " << dtype_name(out);
+      }
+  }
+}
+
+TEST_F(GemmKernel, IntegersWrapLikePyTorch) {
+  std::mt19937 rng(7);
+  for (Algo algo : kAlgos) {
+    gemm_tuning().algo = algo;
+    for (DType t : {DType::Int8, DType::UInt8, DType::Int16, DType::Int32, DType::Int64}) {
+      const ComputeKind kind = gemm_kind_for(t);
+      const int64_t m = 13, n = 19, k = 37;
+      Mat a(t, 2, m, k), b(t, 2, k, n, "col"), c(t, 2, m, n), bias(t, 2, m, n);
+      a.fill_random(rng);
+      b.fill_random(rng);
+      bias.fill_random(rng);
+      // Large values so that int8 / int16 / int32 products overflow and wrap.
+      if (t == DType::Int32 || t == DType::Int64)
+        for (auto& v : a.host) v = cast_to(t, v * 40000000);
+      a.upload();
+      Case cs;
+      cs.kind = kind;
+      cs.batch = 2, cs.m = m, cs.n = n, cs.k = k;
+      cs.ialpha = 3, cs.ibeta = -2;
+      EXPECT_TRUE(run_case(cs, a, b, c, &bias, 0, 0)) << algo_name(algo) << " " << dtype_name(t);
+    }
+  }
+}
+
+TEST_F(GemmKernel, Float64) {
+  if (!dev().caps().float64) {
+    Gemm g;
+    g.kind = ComputeKind::Float64;
+    g.m = g.n = g.k = 1;
+    EXPECT_THROW(gemm(stream(), g), std::invalid_argument);
+    GTEST_SKIP() << "no shaderFloat64";
+  }
+  std::mt19937 rng(8);
+  for (Algo algo : kAlgos) {
+    gemm_tuning().algo = algo;
+    const int64_t m = 33, n = 17, k = 29;
+    Mat a(DType::Float64, 1, m, k, "col"), b(DType::Float64, 1, k, n), c(DType::Float64, 1, m, n);
+    a.fill_random(rng);
+    b.fill_random(rng);
+    c.fill_random(rng);
+    Case cs;
+    cs.kind = ComputeKind::Float64;
+    cs.m = m, cs.n = n, cs.k = k, cs.alpha = 1.0 / 3, cs.beta = 0.5;
+    EXPECT_TRUE(run_case(cs, a, b, c, &c, 1e-13, 1e-13)) << algo_name(algo);
+  }
+}
+
+TEST_F(GemmKernel, BatchBroadcastAndGridLoops) {
+  std::mt19937 rng(9);
+  // B broadcast over the batch (batch stride 0), few workgroups so that every grid dimension
+  // loops.
+  for (uint32_t max_groups : {65535u, 3u}) {
+    tuning().max_workgroups = max_groups;
+    for (Algo algo : kAlgos) {
+      gemm_tuning().algo = algo;
+      const int64_t nb = 5, m = 70, n = 75, k = 9;
+      Mat a(DType::Float32, nb, m, k), b(DType::Float32, nb, k, n, "row", 0, 0, true);
+      Mat c(DType::Float32, nb, m, n);
+      a.fill_random(rng);
+      b.fill_random(rng);
+      Case cs;
+      cs.batch = nb, cs.m = m, cs.n = n, cs.k = k;
+      EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, f32_atol(k))) << algo_name(algo) << " " << max_groups;
+    }
+  }
+}
+
+TEST_F(GemmKernel, MoreThan65535Batches) {
+  std::mt19937 rng(10);
+  const int64_t nb = 70000, m = 2, n = 3, k = 2;
+  Mat a(DType::Float32, nb, m, k), b(DType::Float32, nb, k, n), c(DType::Float32, nb, m, n);
+  a.fill_random(rng);
+  b.fill_random(rng);
+  Case cs;
+  cs.batch = nb, cs.m = m, cs.n = n, cs.k = k;
+  EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, 1e-5));
+}
+
+TEST_F(GemmKernel, SplitK) {
+  std::mt19937 rng(11);
+  gemm_tuning().split_k_min = 256;
+  gemm_tuning().split_k_chunk = 64;
+  for (Algo algo : kAlgos) {
+    gemm_tuning().algo = algo;
+    struct Shape { int64_t m, n, k; };
+    // dot (1 x 1), gemv (n == 1), vector @ matrix (m == 1), a small matrix, k not a multiple
+    // of the chunk.
+    for (Shape s : {Shape{1, 1, 1000}, Shape{7, 1, 777}, Shape{1, 6, 600}, Shape{5, 9, 1031}}) {
+      Mat a(DType::Float32, 1, s.m, s.k, "col"), b(DType::Float32, 1, s.k, s.n);
+      Mat c(DType::Float32, 1, s.m, s.n, "col"), bias(DType::Float32, 1, s.m, s.n, 0, 1, 0);
+      a.fill_random(rng);
+      b.fill_random(rng);
+      bias.fill_random(rng);
+      Case cs;
+      cs.m = s.m, cs.n = s.n, cs.k = s.k, cs.alpha = -0.5, cs.beta = 2;
+      EXPECT_TRUE(run_case(cs, a, b, c, &bias, 1e-5, f32_atol(s.k)))
+          << algo_name(algo) << " " << s.m << "x" << s.n << "x" << s.k;
+    }
+    // Integers split exactly.
+    Mat a(DType::Int32, 1, 3, 900), b(DType::Int32, 1, 900, 1), c(DType::Int32, 1, 3, 1);
+    a.fill_random(rng);
+    b.fill_random(rng);
+    Case cs;
+    cs.kind = ComputeKind::Int32;
+    cs.m = 3, cs.n = 1, cs.k = 900;
+    EXPECT_TRUE(run_case(cs, a, b, c, &c, 0, 0)) << algo_name(algo) << " int32";
+  }
+}
+
+TEST_F(GemmKernel, TileShapeOverrides) {
+  // Odd custom tile shapes still cover every element exactly once.
+  std::mt19937 rng(12);
+  struct T { bool tiled; uint32_t tm, tn, wm, wn, bk; };
+  for (T t : {T{true, 3, 5, 4, 8, 4}, T{true, 1, 1, 16, 4, 8}, T{false, 3, 2, 2, 16, 16},
+              T{false, 8, 4, 8, 8, 16}, T{true, 16, 16, 8, 8, 4}, T{true, 8, 8, 16, 16, 8}}) {
+    gemm_tuning().algo = t.tiled ? Algo::Tiled : Algo::Direct;
+    gemm_tuning().tm = t.tm, gemm_tuning().tn = t.tn, gemm_tuning().wm = t.wm;
+    gemm_tuning().wn = t.wn, gemm_tuning().bk = t.bk;
+    Mat a(DType::Float32, 1, 50, 27), b(DType::Float32, 1, 27, 61, "col"), c(DType::Float32, 1, 50, 61);
+    a.fill_random(rng);
+    b.fill_random(rng);
+    Case cs;
+    cs.m = 50, cs.n = 61, cs.k = 27;
+    EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, f32_atol(27)))
+        << t.tiled << " " << t.tm << "x" << t.tn << " " << t.wm << "x" << t.wn << " bk " << t.bk;
+  }
+}
+
+TEST_F(GemmKernel, AutoProfileForLargerProblems) {
+  // Large enough for the big-block profiles of the device class (the cpu-medium profile on
+  // lavapipe); A row-major, B transposed (nn.Linear's x @ W^T), a broadcast bias.
+  std::mt19937 rng(14);
+  struct Shape { int64_t m, n, k; };
+  for (Shape s : {Shape{130, 140, 232}, Shape{40, 70, 400}}) {
+    Mat a(DType::Float32, 1, s.m, s.k), b(DType::Float32, 1, s.k, s.n, "col");
+    Mat c(DType::Float32, 1, s.m, s.n), bias(DType::Float32, 1, s.m, s.n, 0, 1, 0);
+    a.fill_random(rng);
+    b.fill_random(rng);
+    bias.fill_random(rng);
+    Case cs;
+    cs.m = s.m, cs.n = s.n, cs.k = s.k, cs.beta = 1;
+    EXPECT_TRUE(run_case(cs, a, b, c, &bias, 1e-5, f32_atol(s.k))) << s.m << "x" << s.n << "x" << s.k;
+  }
+}
+
+TEST_F(GemmKernel, InvalidArguments) {
+  Mat a(DType::Float32, 1, 4, 4), b(DType::Float32, 1, 4, 4), c(DType::Float32, 1, 4, 4);
+  Gemm base;
+  base.m = base.n = base.k = 4;
+  base.a = a.view();
+  base.b = b.view();
+  base.c = c.view();
+  EXPECT_NO_THROW(gemm(stream(), base));
+  auto expect_invalid = [&](auto mutate, const char* what) {
+    Gemm g = base;
+    mutate(g);
+    EXPECT_THROW(gemm(stream(), g), std::invalid_argument) << what;
+  };
+  expect_invalid([](Gemm& g) { g.m = -1; }, "negative m");
+  expect_invalid([](Gemm& g) { g.k = int64_t(1) << 31; }, "k beyond int32");
+  expect_invalid([](Gemm& g) { g.c.address = 0; }, "null C");
+  expect_invalid([](Gemm& g) { g.a.address += 2; }, "misaligned A");
+  expect_invalid([](Gemm& g) { g.b.row_stride = int64_t(1) << 32; }, "stride beyond int32");
+  expect_invalid([](Gemm& g) { g.a.row_stride = int64_t(1) << 30; }, "offsets beyond int32");
+  expect_invalid([](Gemm& g) { g.kind = static_cast<ComputeKind>(7); }, "bad kind");
+  expect_invalid([](Gemm& g) { g.a.dtype = DType::Float64; g.a.address = g.c.address; }, "f64 operand, f32 kind");
+  expect_invalid([](Gemm& g) { g.c.dtype = static_cast<DType>(42); }, "bad dtype");
+  // k == 0 / alpha == 0: A and B are not read, so their addresses do not matter.
+  Gemm g = base;
+  g.alpha = GemmScalar{0.0, 0};
+  g.a.address = 0;
+  EXPECT_NO_THROW(gemm(stream(), g));
+}
+
+// Throughput on this device (not a correctness check; prints GFLOP/s). Run with
+// --gtest_also_run_disabled_tests --gtest_filter='GemmKernel.DISABLED_Throughput'.
+TEST_F(GemmKernel, DISABLED_Throughput) {
+  const char* env = std::getenv("TVK_GEMM_BENCH_SIZES");
+  std::vector<int64_t> sizes = {256, 512, 1024};
+  if (env) {
+    sizes.clear();
+    for (const char* p = env; *p;) {
+      sizes.push_back(std::strtoll(p, const_cast<char**>(&p), 10));
+      if (*p == ',') ++p;
+    }
+  }
+  // TVK_GEMM_BENCH_CONFIG="tiled|direct,tm,tn,wm,wn,bk" overrides the tile configuration.
+  if (const char* cfg = std::getenv("TVK_GEMM_BENCH_CONFIG")) {
+    char algo[16] = {};
+    unsigned tm = 0, tn = 0, wm = 0, wn = 0, bk = 0;
+    if (std::sscanf(cfg, "%15[a-z],%u,%u,%u,%u,%u", algo, &tm, &tn, &wm, &wn, &bk) == 6) {
+      gemm_tuning().algo = std::string(algo) == "tiled" ? Algo::Tiled : Algo::Direct;
+      gemm_tuning().tm = tm, gemm_tuning().tn = tn, gemm_tuning().wm = wm;
+      gemm_tuning().wn = wn, gemm_tuning().bk = bk;
+    }
+  }
+  std::mt19937 rng(13);
+  for (int64_t s : sizes) {
+    Mat a(DType::Float32, 1, s, s), b(DType::Float32, 1, s, s), c(DType::Float32, 1, s, s);
+    a.fill_random(rng);
+    b.fill_random(rng);
+    Gemm g;
+    g.m = g.n = g.k = s;
+    g.a = a.view();
+    g.b = b.view();
+    g.c = c.view();
+    gemm(stream(), g);  // warm-up (pipeline creation)
+    stream().synchronize();
+    const int reps = s <= 256 ? 5 : s <= 512 ? 3 : 1;
+    auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < reps; ++r) gemm(stream(), g);
+    stream().synchronize();
+    double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
+    std::printf("gemm f32 %lld^3: %.3f ms, %.2f GFLOP/s\n", static_cast<long long>(s), sec * 1e3,
+                2.0 * s * s * s / sec * 1e-9);
+  }
+}
+
+}  // namespace
