@@ -78,6 +78,12 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_coverage(args: argparse.Namespace) -> int:
+    from torch_vk import coverage
+
+    return coverage.main(args)
+
+
 def cmd_not_yet(args: argparse.Namespace) -> int:
     print(f"torch-vk {args.command}: not yet implemented")
     return 2
@@ -92,8 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     p_bench = sub.add_parser("bench", help="benchmarks vk against the CPU (not yet implemented)")
     p_bench.set_defaults(func=cmd_not_yet)
     p_cov = sub.add_parser("coverage",
-                           help="OpInfo conformance of native vk kernels (not yet implemented)")
-    p_cov.set_defaults(func=cmd_not_yet)
+                           help="OpInfo conformance of the native vk kernels against the CPU")
+    from torch_vk import coverage
+
+    coverage.add_arguments(p_cov)
+    p_cov.set_defaults(func=cmd_coverage)
     args, _unknown = parser.parse_known_args(argv)
     return int(args.func(args) or 0)
 
