@@ -23,6 +23,20 @@ OPS_DOC = REPO_ROOT / "docs" / "OPS.md"
 Unit = tuple  # (op, dtype, check)
 
 
+# Why known failures fail, shown under the failure table. Keys are OpInfo names; keep an
+# entry only while the failure is still listed.
+KNOWN_FAILURE_REASONS = {
+    "native_layer_norm": "not native yet: PyTorch's composite decomposition returns mean/rstd "
+                         "in float32 for an empty float16/bfloat16 input where the CPU kernel "
+                         "returns the input dtype; goes away with a native layer norm.",
+    "native_group_norm": "not native yet: it runs PyTorch's composite decomposition on vk "
+                         "ops, which in float16 keeps intermediates in float16 where the CPU "
+                         "kernel uses float32 (one element off by 2.4e-3, 1e-3 allowed); "
+                         "re-check when group norm becomes native.",
+    "nn.functional.group_norm": "as native_group_norm.",
+}
+
+
 def combine(statuses: Iterable[str]) -> str:
     statuses = set(statuses)
     if statuses == {"skipped"} or not statuses:
@@ -244,6 +258,9 @@ def markdown(results: dict[Unit, dict], meta: dict[str, Any]) -> str:
             name = f"`{op}`" + (" (OPS.md)" if is_claimed(op, claimed) else "")
             w(f"| {name} | {d} | {LABEL[p['status']]} | {p.get('check', '')} | "
               f"{_md_escape(p.get('message', ''))} |")
+        w("")
+        for op in sorted({op for (op, _d), _p in bad if op in KNOWN_FAILURE_REASONS}):
+            w(f"- `{op}`: {KNOWN_FAILURE_REASONS[op]}")
     w("")
     notes = [(k, p) for k, p in pairs.items() if p.get("note") and p["status"] != "skipped"
              and "shape and dtype only" not in p["note"]]
