@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "host_reference.h"
 #include "kernels/gemm.h"
 #include "kernels/kernels.h"
 #include "kernels/launch.h"
@@ -29,98 +30,12 @@ namespace {
 
 using namespace tvk;
 using namespace tvk::kernels;
-using V = long double;
-
-// ---------------------------------------------------------------- host conversions
-
-float bits_to_float(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
-uint32_t float_to_bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
-}
-
-// Round to nearest even by comparing the distances to the two neighbours.
-uint16_t ref_bf16(float f) {
-  if (std::isnan(f)) return 0x7fc0;
-  if (std::isinf(f)) return static_cast<uint16_t>(float_to_bits(f) >> 16);
-  uint32_t lo = float_to_bits(f) & 0xffff0000u, hi = lo + 0x10000u;
-  auto value = [](uint32_t b) -> double {
-    if ((b & 0x7f800000u) == 0x7f800000u) return std::copysign(std::ldexp(1.0, 128), bits_to_float(b));
-    return bits_to_float(b);
-  };
-  double dlo = std::fabs(double(f) - value(lo)), dhi = std::fabs(value(hi) - double(f));
-  if (dlo < dhi || (dlo == dhi && ((lo >> 16) & 1u) == 0)) return static_cast<uint16_t>(lo >> 16);
-  return static_cast<uint16_t>(hi >> 16);
-}
+using namespace tvk_test;
 
 bool is_int(DType t) {
   return t != DType::Float16 && t != DType::BFloat16 && t != DType::Float32 && t != DType::Float64;
 }
 
-// The value `t` stores for `v` (C-style casts; integers wrap).
-V cast_to(DType t, V v) {
-  auto wrap = [&](int bits, bool is_signed) -> V {
-    uint64_t u = static_cast<uint64_t>(static_cast<int64_t>(std::trunc(v)));
-    uint64_t mask = bits == 64 ? ~0ull : ((1ull << bits) - 1);
-    u &= mask;
-    if (is_signed && bits < 64 && (u >> (bits - 1))) return static_cast<V>(static_cast<int64_t>(u | ~mask));
-    return is_signed ? static_cast<V>(static_cast<int64_t>(u)) : static_cast<V>(u);
-  };
-  switch (t) {
-    case DType::Bool: return v != 0 ? 1 : 0;
-    case DType::UInt8: return wrap(8, false);
-    case DType::Int8: return wrap(8, true);
-    case DType::Int16: return wrap(16, true);
-    case DType::Int32: return wrap(32, true);
-    case DType::Int64: return wrap(64, true);
-    case DType::Float16: return static_cast<V>(static_cast<_Float16>(static_cast<float>(v)));
-    case DType::BFloat16: return bits_to_float(uint32_t(ref_bf16(static_cast<float>(v))) << 16);
-    case DType::Float32: return static_cast<float>(v);
-    case DType::Float64: return static_cast<double>(v);
-  }
-  return 0;
-}
-
-void encode(DType t, V v, uint8_t* p) {
-  switch (t) {
-    case DType::Bool:
-    case DType::UInt8: *p = static_cast<uint8_t>(static_cast<int64_t>(v)); break;
-    case DType::Int8: { int8_t x = static_cast<int8_t>(v); std::memcpy(p, &x, 1); break; }
-    case DType::Int16: { int16_t x = static_cast<int16_t>(v); std::memcpy(p, &x, 2); break; }
-    case DType::Int32: { int32_t x = static_cast<int32_t>(v); std::memcpy(p, &x, 4); break; }
-    case DType::Int64: { int64_t x = static_cast<int64_t>(v); std::memcpy(p, &x, 8); break; }
-    case DType::Float16: { _Float16 x = static_cast<_Float16>(static_cast<float>(v)); std::memcpy(p, &x, 2); break; }
-    case DType::BFloat16: { uint16_t x = ref_bf16(static_cast<float>(v)); std::memcpy(p, &x, 2); break; }
-    case DType::Float32: { float x = static_cast<float>(v); std::memcpy(p, &x, 4); break; }
-    case DType::Float64: { double x = static_cast<double>(v); std::memcpy(p, &x, 8); break; }
-  }
-}
-
-V decode(DType t, const uint8_t* p) {
-  switch (t) {
-    case DType::Bool:
-    case DType::UInt8: return *p;
-    case DType::Int8: { int8_t x; std::memcpy(&x, p, 1); return x; }
-    case DType::Int16: { int16_t x; std::memcpy(&x, p, 2); return x; }
-    case DType::Int32: { int32_t x; std::memcpy(&x, p, 4); return x; }
-    case DType::Int64: { int64_t x; std::memcpy(&x, p, 8); return x; }
-    case DType::Float16: { _Float16 x; std::memcpy(&x, p, 2); return static_cast<float>(x); }
-    case DType::BFloat16: { uint16_t x; std::memcpy(&x, p, 2); return bits_to_float(uint32_t(x) << 16); }
-    case DType::Float32: { float x; std::memcpy(&x, p, 4); return x; }
-    case DType::Float64: { double x; std::memcpy(&x, p, 8); return x; }
-  }
-  return 0;
-}
-
-// ---------------------------------------------------------------- device helpers
-
-Device& dev() { return Runtime::get().device(0); }
-Stream& stream() { return dev().stream(0); }
 
 // A strided (batch, rows, cols) view over its own device buffer, with a host mirror.
 // Element (b, r, c) is at storage index `origin + b * bs + r * rs + c * cs`.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "host_reference.h"
 #include "kernels/launch.h"
 #include "kernels/scan.h"
 #include "kernels/softmax.h"
@@ -28,15 +29,9 @@ namespace {
 
 using namespace tvk;
 using namespace tvk::kernels;
-using V = long double;
+using namespace tvk_test;
 
 // ---------------------------------------------------------------- host helpers
-
-float bits_to_float(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
 
 // Rounds to the storage dtype (float types only, plus int64 / int32 for index buffers).
 V round_to(DType t, V v) {
@@ -47,35 +42,6 @@ V round_to(DType t, V v) {
     default: return v;
   }
 }
-
-void encode(DType t, V v, uint8_t* p) {
-  switch (t) {
-    case DType::Float16: { _Float16 x = static_cast<_Float16>(static_cast<float>(v)); std::memcpy(p, &x, 2); break; }
-    case DType::Float32: { float x = static_cast<float>(v); std::memcpy(p, &x, 4); break; }
-    case DType::Float64: { double x = static_cast<double>(v); std::memcpy(p, &x, 8); break; }
-    case DType::Int32: { int32_t x = static_cast<int32_t>(v); std::memcpy(p, &x, 4); break; }
-    case DType::Int64: { int64_t x = static_cast<int64_t>(v); std::memcpy(p, &x, 8); break; }
-    case DType::Bool:
-    case DType::UInt8: *p = static_cast<uint8_t>(v); break;
-    default: FAIL() << "dtype not used by these tests";
-  }
-}
-
-V decode(DType t, const uint8_t* p) {
-  switch (t) {
-    case DType::Float16: { _Float16 x; std::memcpy(&x, p, 2); return static_cast<float>(x); }
-    case DType::Float32: { float x; std::memcpy(&x, p, 4); return x; }
-    case DType::Float64: { double x; std::memcpy(&x, p, 8); return x; }
-    case DType::Int32: { int32_t x; std::memcpy(&x, p, 4); return x; }
-    case DType::Int64: { int64_t x; std::memcpy(&x, p, 8); return x; }
-    case DType::Bool:
-    case DType::UInt8: return *p;
-    default: return NAN;
-  }
-}
-
-Device& dev() { return Runtime::get().device(0); }
-Stream& stream() { return dev().stream(0); }
 
 struct Buffer {
   DType dtype;
