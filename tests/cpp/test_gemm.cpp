@@ -113,12 +113,6 @@ struct Mat {
   }
 };
 
-bool close(V got, V want, double rtol, double atol) {
-  if (std::isnan(want)) return std::isnan(got);
-  if (std::isinf(want)) return got == want;
-  return std::fabs(got - want) <= atol + rtol * std::fabs(want);
-}
-
 struct Case {
   ComputeKind kind = ComputeKind::Float32;
   int64_t batch = 1, m = 1, n = 1, k = 1;

@@ -41,47 +41,6 @@ bool is_float(DType t) {
 bool is_float_kind(ComputeKind k) { return k == ComputeKind::Float32 || k == ComputeKind::Float64; }
 
 
-// A device buffer holding `count` elements of `dtype`, filled from / read back as V values.
-struct Buffer {
-  DType dtype;
-  size_t count;
-  uint64_t address = 0;
-  Buffer(DType t, size_t n) : dtype(t), count(n) {
-    address = dev().allocator().allocate(std::max<uint64_t>(8, n * dtype_size(t)));
-  }
-  Buffer(DType t, const std::vector<V>& values) : Buffer(t, values.size()) { upload(values); }
-  ~Buffer() {
-    stream().synchronize();  // kernels may still use it
-    dev().allocator().free(address);
-  }
-  Buffer(const Buffer&) = delete;
-  void upload(const std::vector<V>& values) {
-    std::vector<uint8_t> bytes(values.size() * dtype_size(dtype));
-    for (size_t i = 0; i < values.size(); ++i) encode(dtype, values[i], &bytes[i * dtype_size(dtype)]);
-    if (!bytes.empty()) stream().copy_from_host(bytes.data(), address, bytes.size());
-  }
-  std::vector<V> download() const {
-    std::vector<uint8_t> bytes(count * dtype_size(dtype));
-    if (!bytes.empty()) stream().copy_to_host(address, bytes.data(), bytes.size());
-    std::vector<V> out(count);
-    for (size_t i = 0; i < count; ++i) out[i] = decode(dtype, &bytes[i * dtype_size(dtype)]);
-    return out;
-  }
-  Operand at(int64_t element = 0) const { return {address + element * dtype_size(dtype), dtype}; }
-};
-
-// Closeness with NaN == NaN and exact infinities; |got - want| <= atol + rtol * |want|.
-::testing::AssertionResult close(V got, V want, double rtol, double atol) {
-  if (std::isnan(want) || std::isnan(got)) {
-    if (std::isnan(want) && std::isnan(got)) return ::testing::AssertionSuccess();
-  } else if (std::isinf(want) || std::isinf(got)) {
-    if (got == want) return ::testing::AssertionSuccess();
-  } else if (std::fabs(got - want) <= atol + rtol * std::fabs(want)) {
-    return ::testing::AssertionSuccess();
-  }
-  return ::testing::AssertionFailure() << "got " << double(got) << " want " << double(want);
-}
-
 // Base fixture: skips without a device, restores the tuning knobs, and fails a test during
 // which the validation layer reported an error.
 class KernelFixture : public ::testing::Test {

@@ -43,43 +43,6 @@ V round_to(DType t, V v) {
   }
 }
 
-struct Buffer {
-  DType dtype;
-  size_t count;
-  uint64_t address = 0;
-  Buffer(DType t, size_t n) : dtype(t), count(n) {
-    address = dev().allocator().allocate(std::max<uint64_t>(8, n * dtype_size(t)));
-  }
-  Buffer(DType t, const std::vector<V>& values) : Buffer(t, values.size()) {
-    std::vector<uint8_t> bytes(values.size() * dtype_size(dtype));
-    for (size_t i = 0; i < values.size(); ++i) encode(dtype, values[i], &bytes[i * dtype_size(dtype)]);
-    if (!bytes.empty()) stream().copy_from_host(bytes.data(), address, bytes.size());
-  }
-  ~Buffer() {
-    stream().synchronize();
-    dev().allocator().free(address);
-  }
-  Buffer(const Buffer&) = delete;
-  std::vector<V> download() const {
-    std::vector<uint8_t> bytes(count * dtype_size(dtype));
-    if (!bytes.empty()) stream().copy_to_host(address, bytes.data(), bytes.size());
-    std::vector<V> out(count);
-    for (size_t i = 0; i < count; ++i) out[i] = decode(dtype, &bytes[i * dtype_size(dtype)]);
-    return out;
-  }
-  Operand at(int64_t element = 0) const { return {address + element * dtype_size(dtype), dtype}; }
-};
-
-::testing::AssertionResult close(V got, V want, double rtol, double atol) {
-  if (std::isnan(want) || std::isnan(got)) {
-    if (std::isnan(want) && std::isnan(got)) return ::testing::AssertionSuccess();
-  } else if (std::isinf(want) || std::isinf(got)) {
-    if (got == want) return ::testing::AssertionSuccess();
-  } else if (std::fabs(got - want) <= atol + rtol * std::fabs(want)) {
-    return ::testing::AssertionSuccess();
-  }
-  return ::testing::AssertionFailure() << "got " << double(got) << " want " << double(want);
-}
 
 class KernelFixture : public ::testing::Test {
  protected:
