@@ -826,6 +826,17 @@ float tvk_log_sigmoid_grad(float x) {
   return x < 0.0 ? 1.0 / (1.0 + z) : z / (1.0 + z);
 }
 
+// Special functions shared with float64 (shaders/special.glsl), float32 instance.
+#define TVK_R float
+#define TVK_L(x) float(x)
+#define TVK_R_INF TVK_F32_INF
+#define TVK_R_NAN TVK_F32_NAN
+#include "special.glsl"
+#undef TVK_R
+#undef TVK_L
+#undef TVK_R_INF
+#undef TVK_R_NAN
+
 #include "math_f64.glsl"
 
 #endif  // TVK_MATH_GLSL

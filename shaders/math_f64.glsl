@@ -830,6 +830,16 @@ double tvk_log_sigmoid_grad(double x) {
   double z = tvk_exp(-abs(x));
   return x < 0.0lf ? 1.0lf / (1.0lf + z) : z / (1.0lf + z);
 }
+// Special functions shared with float32 (shaders/special.glsl), float64 instance.
+#define TVK_R double
+#define TVK_L(x) x
+#define TVK_R_INF TVK_F64_INF
+#define TVK_R_NAN TVK_F64_NAN
+#include "special.glsl"
+#undef TVK_R
+#undef TVK_L
+#undef TVK_R_INF
+#undef TVK_R_NAN
 #endif  // TVK_FLOAT64
 
 #endif  // TVK_MATH_F64_GLSL
