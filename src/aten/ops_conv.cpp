@@ -124,6 +124,25 @@ at::MemoryFormat format_of(const at::Tensor& t) {
   return t.dim() >= 4 ? t.suggest_memory_format() : at::MemoryFormat::Contiguous;
 }
 
+// The checks of the CPU's transposed kernels (slow_conv_transpose{2,3}d_shape_check) that
+// at::_convolution leaves to the backend.
+void check_transposed(const at::Tensor& input, at::IntArrayRef out_sizes, at::IntArrayRef stride,
+                      at::IntArrayRef dilation, at::IntArrayRef output_padding) {
+  const size_t spatial = out_sizes.size() - 2;
+  TORCH_CHECK(output_padding.size() == spatial && stride.size() == spatial && dilation.size() == spatial,
+              "convolution: expected output_padding, stride and dilation of ", spatial, " values");
+  for (size_t d = 0; d < spatial; ++d) {
+    TORCH_CHECK(dilation[d] > 0, "dilation should be greater than zero, but got dilation: ", dilation);
+    TORCH_CHECK(output_padding[d] < stride[d] || output_padding[d] < dilation[d],
+                "output padding must be smaller than either stride or dilation, but got "
+                "output_padding: ", output_padding, " stride: ", stride, " dilation: ", dilation);
+  }
+  for (size_t d = 0; d < spatial; ++d)
+    TORCH_CHECK(out_sizes[2 + d] >= 1, "Given input size per channel: ", input.sizes().slice(2),
+                ". Calculated output size per channel: ", out_sizes.slice(2),
+                ". Output size is too small");
+}
+
 at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
                                     const std::optional<at::Tensor>& bias_opt, at::IntArrayRef stride,
                                     at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
@@ -139,6 +158,7 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
       transposed ? at::native::conv_input_size(input.sizes(), weight.sizes(), padding, output_padding,
                                                stride, dilation, groups)
                  : at::native::conv_output_size(input.sizes(), weight.sizes(), padding, stride, dilation);
+  if (transposed) check_transposed(input, out_sizes, stride, dilation, output_padding);
   at::Tensor output = at::empty(out_sizes, input.options().memory_format(format_of(input)));
   if (output.numel() == 0) return output;
   const at::Tensor w = weight.contiguous();
