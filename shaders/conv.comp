@@ -65,7 +65,8 @@ layout(push_constant) uniform Push {
   int pad0;           // 60
 } pc;                 // 64 bytes
 
-// Sizes and strides in elements; index 0 = depth, 1 = height, 2 = width.
+// Sizes and strides in elements; index 0 = depth, 1 = height, 2 = width. Plain int arrays:
+// with ivec4 members, lavapipe returned wrong .w components from this block.
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer ConvGeometry {
   int in_size[4];      // ID, IH, IW, C       (C: channels of X / dX)
   int out_size[4];     // OD, OH, OW, COUT    (COUT: channels of Y, direct only)
