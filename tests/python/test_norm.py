@@ -349,3 +349,47 @@ def test_rms_norm_module_mixed_layouts_and_errors():
     check(lambda a: F.rms_norm(a, (3,)), y)
     check(lambda a: F.rms_norm(a, (5,), weight=torch.ones(4, device=a.device)), y)
     check(lambda a: F.rms_norm(a, (5,)), torch.ones(2, 5, dtype=torch.int64))
+
+
+# ---------------------------------------------------------------- portable workgroup path
+
+_NO_SUBGROUP_SCRIPT = r"""
+import torch, torch_vk
+import torch.nn.functional as F
+torch_vk.set_fallback_mode("error")
+assert not torch.vk.get_device_properties(0).subgroup_arithmetic
+g = torch.Generator().manual_seed(0)
+cases = [
+    (lambda x, w, b: F.layer_norm(x, (700,), w, b), (2, 700), (700,)),
+    (lambda x, w, b: F.layer_norm(x, (3,), w, b), (300, 3), (3,)),
+    (lambda x, w, b: F.group_norm(x, 2, w, b), (1, 8, 300), (8,)),
+    (lambda x, w, b: F.rms_norm(x, (700,), w), (2, 700), (700,)),
+    (lambda x, w, b: F.batch_norm(x, torch.zeros(2, device=x.device), torch.ones(2, device=x.device),
+                                  w, b, training=True), (2, 2, 16, 20), (2,)),
+]
+for fn, shape, pshape in cases:
+    x, w, b = (torch.rand(s, generator=g) * 4 - 2 for s in (shape, pshape, pshape))
+    outs = []
+    for dev in ("cpu", "vk"):
+        args = [t.detach().clone().to(dev).requires_grad_() for t in (x, w, b)]
+        y = fn(*args)
+        y.backward(torch.cos(torch.arange(y.numel(), dtype=y.dtype)).view(y.shape).to(dev))
+        outs.append([y.detach().cpu()] + [a.grad.cpu() for a in args if a.grad is not None])
+    for c, v in zip(*outs):
+        torch.testing.assert_close(v, c, atol=1e-4, rtol=1e-4)
+torch.vk.synchronize()
+assert torch_vk._C._validation_error_count() == 0, torch_vk._C._validation_messages()[-3:]
+print("ok")
+"""
+
+
+def test_without_subgroups():
+    # TORCH_VK_DISABLE_SUBGROUPS applies at device creation: a fresh process runs the
+    # shared-memory reduction path on long segments (forward, input and parameter gradients).
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, TORCH_VK_DISABLE_SUBGROUPS="1")
+    result = subprocess.run([sys.executable, "-c", _NO_SUBGROUP_SCRIPT], env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0 and "ok" in result.stdout, result.stdout + result.stderr
