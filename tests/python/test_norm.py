@@ -56,7 +56,7 @@ BN_CASES = {
 }
 
 
-def run_batch_norm(case, dtype, mixed=False, steps=3, layout=lambda t: t, **module_kwargs):
+def run_batch_norm(case, dtype, mixed=False, steps=2, layout=lambda t: t, **module_kwargs):
     factory, shape = BN_CASES[case]
     torch.manual_seed(0)
     cpu = factory(**module_kwargs).to(param_dtype_of(dtype, mixed))
