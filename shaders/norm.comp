@@ -1,0 +1,337 @@
+#version 460
+// Normalization family (batch / layer / group / RMS norm), forward and backward.
+//
+// Every op views its (contiguous) tensor as [outer, C, inner] and works per "segment" c: the
+// outer * inner elements (o, c, i) at (o * C + c) * inner + i, r = o * inner + i in [0, L).
+//   layer / RMS norm: outer = 1, C = rows, inner = normalized size      (LAYOUT_ROW)
+//   batch norm:       outer = N, C = channels, inner = spatial size     (LAYOUT_CHANNEL)
+//   group norm:       outer = 1, C = N * groups, inner = C/groups * HxW (LAYOUT_GROUP)
+// The param-gradient op (OP 2) instead reduces per parameter p of [outer, P, inner]:
+//   layer / RMS norm: outer = rows, P = normalized size, inner = 1; group norm: outer = N,
+//   P = channels, inner = HxW. (Batch norm's parameter gradients come out of OP 1.)
+//
+//   OP 0  forward: segment statistics, then y = (x - mean) * rstd * w + b.
+//         Statistics: two-pass (mean, then the sum of squared deviations) in fp32 (fp64 for
+//         KIND_FLOAT64), or read from running stats (FLAG_RUNNING: slot mean = running_mean,
+//         slot rstd = running_var, rstd = 1 / sqrt(var + eps)). Without FLAG_CENTER (RMS
+//         norm) mean = 0 and var = mean(x^2). An empty segment gives mean 0, rstd NaN (the
+//         CPU's result). Writes save_mean / save_rstd where their addresses are non-zero and,
+//         with FLAG_UPDATE, running_mean / running_var (momentum; unbiased variance).
+//   OP 1  input gradient (and batch norm's dweight / dbias): with xh = (x - mean) * rstd and
+//         g = dy * w, dx = rstd * (g - mean(g) - xh * mean(g * xh)) (FLAG_TRAIN; without
+//         FLAG_CENTER the mean(g) term is dropped), or dx = g * rstd (statistics constant:
+//         batch norm in eval mode). LAYOUT_CHANNEL also writes dweight[c] = sum dy * xh and
+//         dbias[c] = sum dy where those addresses are non-zero.
+//   OP 2  parameter gradients of layer / RMS / group norm: dweight[p] = sum dy * xh,
+//         dbias[p] = sum dy over the elements that parameter p scales.
+//
+// ABI (mirrored by NormPush in src/kernels/norm.cpp): see Push. Address slots per op:
+//         a0   a1   a2  a3  a4          a5           a6           a7
+//   OP 0  x    y    w   b   save_mean   save_rstd    running_mean running_var
+//   OP 1  x    dx   w   dy  mean        rstd         dweight      dbias
+//   OP 2  x    -    -   dy  mean        rstd         dweight      dbias
+// (FLAG_RUNNING: slots a4 / a5 hold running_mean / running_var, typed dt_stat.)
+// Any address but x, dy and (OP 1/2) the statistics may be 0: not read / not written.
+// Specialization constants: 0 = local_size_x (a power of two), 1..6 = dtypes of x, out
+// (y / dx), dy, params (w, b, dweight, dbias), stats (a4, a5), running stats (a6, a7)
+// (-1: read from push constants), 7 = mode (0: one workgroup per segment, invocations stride
+// over it; 1: one invocation per segment, coalesced across invocations when inner is small).
+// Grid: 1-D, any number of workgroups (loops cover the rest).
+#extension GL_GOOGLE_include_directive : require
+
+#ifndef KIND
+#define KIND 0
+#endif
+#if KIND == 3
+#define TVK_FLOAT64 1
+#endif
+#include "common.glsl"
+#include "math.glsl"
+
+#ifndef OP
+#define OP 0
+#endif
+#ifndef TVK_SUBGROUPS
+#define TVK_SUBGROUPS 0
+#endif
+#if TVK_SUBGROUPS
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+
+#if KIND == KIND_FLOAT64
+#define T_NAN TVK_F64_NAN
+#else
+#define T_NAN TVK_F32_NAN
+#endif
+
+#define LAYOUT_ROW 0
+#define LAYOUT_CHANNEL 1
+#define LAYOUT_GROUP 2
+
+#define FLAG_CENTER 1
+#define FLAG_RUNNING 2
+#define FLAG_UPDATE 4
+#define FLAG_TRAIN 8
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const int SPEC_X_DT = -1;
+layout(constant_id = 2) const int SPEC_OUT_DT = -1;
+layout(constant_id = 3) const int SPEC_DY_DT = -1;
+layout(constant_id = 4) const int SPEC_PARAM_DT = -1;
+layout(constant_id = 5) const int SPEC_STAT_DT = -1;
+layout(constant_id = 6) const int SPEC_RUN_DT = -1;
+layout(constant_id = 7) const int SPEC_MODE = 0;
+
+layout(push_constant) uniform Push {
+  uint64_t a[8];      //   0: address slots (see the table above)
+  uint64_t eps;       //  64: bits of eps (float64 kind: a double; else a float in the low word)
+  uint64_t momentum;  //  72: bits of the momentum, as eps
+  int outer;          //  80
+  int channels;       //  84: C (segments) or P (OP 2)
+  int inner;          //  88
+  int groups;         //  92: group norm: groups per sample
+  int hw;             //  96: group norm: spatial size per channel
+  int layout_flags;   // 100: layout | flags << 4
+  int x_dt;           // 104
+  int out_dt;         // 108
+  int dy_dt;          // 112
+  int param_dt;       // 116
+  int stat_dt;        // 120
+  int run_dt;         // 124
+} pc;                 // 128 bytes
+
+int g_x_dt, g_out_dt, g_dy_dt, g_param_dt, g_stat_dt, g_run_dt;
+int g_layout, g_flags;
+T g_eps, g_momentum;
+
+shared T sa[gl_WorkGroupSize.x];
+shared T sb[gl_WorkGroupSize.x];
+
+T scalar_of(uint64_t bits) {
+#if KIND == KIND_FLOAT64
+  return uint64BitsToDouble(bits);
+#else
+  return uintBitsToFloat(uint(bits & 0xffffffffUL));
+#endif
+}
+
+bool has(int flag) { return (g_flags & flag) != 0; }
+
+// Element offset of (o, c, i) in [outer, C, inner], r = o * inner + i.
+int elem(uint c, uint r) {
+  uint inner = uint(pc.inner);
+  uint o = r / inner;
+  uint i = r - o * inner;
+  return int((o * uint(pc.channels) + c) * inner + i);
+}
+
+// Index of the parameter (w, b) that scales element r of segment c (OP 0 / 1).
+int param_index(uint c, uint r) {
+  if (g_layout == LAYOUT_CHANNEL) return int(c);
+  uint i = r % uint(pc.inner);
+  if (g_layout == LAYOUT_ROW) return int(i);
+  uint groups = uint(pc.groups);
+  uint group_channels = uint(pc.inner) / uint(pc.hw);
+  return int((c % groups) * group_channels + i / uint(pc.hw));
+}
+
+T load_param(int slot, int i, T dflt) {
+  return pc.a[slot] != 0UL ? LOAD_T(pc.a[slot], g_param_dt, i) : dflt;
+}
+
+// The (mean, rstd) of statistics index s from the stat slots.
+void load_stats(int s, out T mean, out T rstd) {
+  mean = has(FLAG_CENTER) ? LOAD_T(pc.a[4], g_stat_dt, s) : T(0);
+  T v = LOAD_T(pc.a[5], g_stat_dt, s);
+  rstd = has(FLAG_RUNNING) ? T(1) / sqrt(v + g_eps) : v;
+}
+
+// ---- workgroup sums: every invocation receives the totals ----
+void workgroup_sum2(inout T a, inout T b) {
+  uint lid = gl_LocalInvocationID.x;
+#if TVK_SUBGROUPS
+  a = subgroupAdd(a);
+  b = subgroupAdd(b);
+  if (subgroupElect()) {
+    sa[gl_SubgroupID] = a;
+    sb[gl_SubgroupID] = b;
+  }
+  barrier();
+  a = T(0);
+  b = T(0);
+  for (uint j = 0u; j < gl_NumSubgroups; ++j) {
+    a += sa[j];
+    b += sb[j];
+  }
+#else
+  sa[lid] = a;
+  sb[lid] = b;
+  barrier();
+  for (uint h = gl_WorkGroupSize.x / 2u; h > 0u; h >>= 1) {
+    if (lid < h) {
+      sa[lid] += sa[lid + h];
+      sb[lid] += sb[lid + h];
+    }
+    barrier();
+  }
+  a = sa[0];
+  b = sb[0];
+#endif
+  barrier();  // the shared arrays are reused by the next reduction
+}
+
+// Reduces over the invocations of the segment when `whole_group`.
+void combine(inout T a, inout T b, bool whole_group) {
+  if (whole_group) workgroup_sum2(a, b);
+}
+
+#if OP == 0
+void forward_segment(uint c, uint first, uint step, bool whole_group) {
+  uint n = uint(pc.outer) * uint(pc.inner);
+  T mean, rstd;
+  if (has(FLAG_RUNNING)) {
+    load_stats(int(c), mean, rstd);
+  } else {
+    T s = T(0), unused = T(0);
+    mean = T(0);
+    if (has(FLAG_CENTER)) {
+      for (uint r = first; r < n; r += step) s += LOAD_T(pc.a[0], g_x_dt, elem(c, r));
+      combine(s, unused, whole_group);
+      mean = n > 0u ? s / T(n) : T(0);
+    }
+    T m2 = T(0);
+    for (uint r = first; r < n; r += step) {
+      T d = LOAD_T(pc.a[0], g_x_dt, elem(c, r)) - mean;
+      m2 += d * d;
+    }
+    combine(m2, unused, whole_group);
+    T var = n > 0u ? m2 / T(n) : T_NAN;
+    rstd = T(1) / sqrt(var + g_eps);
+    if (first == 0u) {
+      if (pc.a[4] != 0UL) STORE_T(pc.a[4], g_stat_dt, int(c), mean);
+      if (pc.a[5] != 0UL) STORE_T(pc.a[5], g_stat_dt, int(c), rstd);
+      if (has(FLAG_UPDATE)) {
+        T unbiased = n > 1u ? m2 / T(n - 1u) : T_NAN;
+        T rm = LOAD_T(pc.a[6], g_run_dt, int(c));
+        T rv = LOAD_T(pc.a[7], g_run_dt, int(c));
+        STORE_T(pc.a[6], g_run_dt, int(c), g_momentum * mean + (T(1) - g_momentum) * rm);
+        STORE_T(pc.a[7], g_run_dt, int(c), g_momentum * unbiased + (T(1) - g_momentum) * rv);
+      }
+    }
+  }
+  if (pc.a[1] == 0UL) return;
+  for (uint r = first; r < n; r += step) {
+    int e = elem(c, r);
+    int p = param_index(c, r);
+    T y = (LOAD_T(pc.a[0], g_x_dt, e) - mean) * rstd;
+    y = y * load_param(2, p, T(1)) + load_param(3, p, T(0));
+    STORE_T(pc.a[1], g_out_dt, e, y);
+  }
+}
+#elif OP == 1
+void backward_segment(uint c, uint first, uint step, bool whole_group) {
+  uint n = uint(pc.outer) * uint(pc.inner);
+  T mean, rstd;
+  load_stats(int(c), mean, rstd);
+  bool per_channel = g_layout == LAYOUT_CHANNEL;
+  bool param_grads = per_channel && (pc.a[6] != 0UL || pc.a[7] != 0UL);
+  T s1 = T(0), s2 = T(0);  // sum g, sum g * xh (per channel: of dy, the weight is constant)
+  if (has(FLAG_TRAIN) || param_grads) {
+    for (uint r = first; r < n; r += step) {
+      int e = elem(c, r);
+      T g = LOAD_T(pc.a[3], g_dy_dt, e);
+      if (!per_channel) g *= load_param(2, param_index(c, r), T(1));
+      T xh = (LOAD_T(pc.a[0], g_x_dt, e) - mean) * rstd;
+      s1 += g;
+      s2 += g * xh;
+    }
+    combine(s1, s2, whole_group);
+  }
+  T wc = T(1);
+  if (per_channel) {
+    if (first == 0u) {
+      if (pc.a[6] != 0UL) STORE_T(pc.a[6], g_param_dt, int(c), s2);
+      if (pc.a[7] != 0UL) STORE_T(pc.a[7], g_param_dt, int(c), s1);
+    }
+    wc = load_param(2, int(c), T(1));
+    s1 *= wc;
+    s2 *= wc;
+  }
+  if (pc.a[1] == 0UL) return;
+  T inv_n = n > 0u ? T(1) / T(n) : T(0);
+  T mean_g = has(FLAG_CENTER) ? s1 * inv_n : T(0);
+  T mean_gxh = s2 * inv_n;
+  for (uint r = first; r < n; r += step) {
+    int e = elem(c, r);
+    T g = LOAD_T(pc.a[3], g_dy_dt, e) * (per_channel ? wc : load_param(2, param_index(c, r), T(1)));
+    T dx;
+    if (has(FLAG_TRAIN)) {
+      T xh = (LOAD_T(pc.a[0], g_x_dt, e) - mean) * rstd;
+      dx = rstd * (g - mean_g - xh * mean_gxh);
+    } else {
+      dx = g * rstd;
+    }
+    STORE_T(pc.a[1], g_out_dt, e, dx);
+  }
+}
+#else
+// Statistics index of element (o, p, i) in [outer, P, inner].
+int stat_index(uint o, uint p) {
+  if (g_layout == LAYOUT_ROW) return int(o);
+  uint group_channels = uint(pc.channels) / uint(pc.groups);
+  return int(o * uint(pc.groups) + p / group_channels);
+}
+
+void param_grad(uint p, uint first, uint step, bool whole_group) {
+  uint n = uint(pc.outer) * uint(pc.inner);
+  uint inner = uint(pc.inner);
+  T dw = T(0), db = T(0);
+  for (uint r = first; r < n; r += step) {
+    uint o = r / inner;
+    int e = elem(p, r);
+    T mean, rstd;
+    load_stats(stat_index(o, p), mean, rstd);
+    T dy = LOAD_T(pc.a[3], g_dy_dt, e);
+    dw += dy * (LOAD_T(pc.a[0], g_x_dt, e) - mean) * rstd;
+    db += dy;
+  }
+  combine(dw, db, whole_group);
+  if (first == 0u) {
+    if (pc.a[6] != 0UL) STORE_T(pc.a[6], g_param_dt, int(p), dw);
+    if (pc.a[7] != 0UL) STORE_T(pc.a[7], g_param_dt, int(p), db);
+  }
+}
+#endif
+
+void process(uint c, uint first, uint step, bool whole_group) {
+#if OP == 0
+  forward_segment(c, first, step, whole_group);
+#elif OP == 1
+  backward_segment(c, first, step, whole_group);
+#else
+  param_grad(c, first, step, whole_group);
+#endif
+}
+
+void main() {
+  g_x_dt = SPEC_X_DT >= 0 ? SPEC_X_DT : pc.x_dt;
+  g_out_dt = SPEC_OUT_DT >= 0 ? SPEC_OUT_DT : pc.out_dt;
+  g_dy_dt = SPEC_DY_DT >= 0 ? SPEC_DY_DT : pc.dy_dt;
+  g_param_dt = SPEC_PARAM_DT >= 0 ? SPEC_PARAM_DT : pc.param_dt;
+  g_stat_dt = SPEC_STAT_DT >= 0 ? SPEC_STAT_DT : pc.stat_dt;
+  g_run_dt = SPEC_RUN_DT >= 0 ? SPEC_RUN_DT : pc.run_dt;
+  g_layout = pc.layout_flags & 15;
+  g_flags = pc.layout_flags >> 4;
+  g_eps = scalar_of(pc.eps);
+  g_momentum = scalar_of(pc.momentum);
+  uint segments = uint(pc.channels);
+  if (SPEC_MODE == 1) {
+    uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    for (uint c = gl_GlobalInvocationID.x; c < segments; c += step) process(c, 0u, 1u, false);
+    return;
+  }
+  // Uniform loop bound per workgroup: every invocation reaches the same barriers.
+  for (uint c = gl_WorkGroupID.x; c < segments; c += gl_NumWorkGroups.x)
+    process(c, gl_LocalInvocationID.x, gl_WorkGroupSize.x, true);
+}

@@ -1,0 +1,302 @@
+// Launcher of the normalization family (shaders/norm.comp).
+//
+// Strategies (per segment = the elements one statistic or one parameter gradient covers):
+//   Workgroup  one workgroup per segment; the invocations stride over it (coalesced when the
+//              segment has contiguous runs of >= 32 elements) and combine their partial sums
+//              through subgroup arithmetic or a shared-memory tree. The workgroup size
+//              follows the segment length (32..256 invocations, ~4+ elements each).
+//   Thread     one invocation per segment with serial loops: for short contiguous runs and
+//              many segments (batch norm over [N, C], layer norm's parameter gradients),
+//              where adjacent invocations read adjacent elements.
+#include "kernels/norm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/launch.h"
+#include "runtime/device.h"
+#include "runtime/pipeline.h"
+#include "runtime/stream.h"
+
+namespace tvk::kernels {
+namespace {
+
+// Mirrors `Push` in shaders/norm.comp.
+struct NormPush {
+  uint64_t a[8];
+  uint64_t eps;
+  uint64_t momentum;
+  int32_t outer;
+  int32_t channels;
+  int32_t inner;
+  int32_t groups;
+  int32_t hw;
+  int32_t layout_flags;
+  int32_t x_dt;
+  int32_t out_dt;
+  int32_t dy_dt;
+  int32_t param_dt;
+  int32_t stat_dt;
+  int32_t run_dt;
+};
+static_assert(sizeof(NormPush) == 128);
+
+constexpr const char* kWhere = "tvk::kernels::norm";
+constexpr int kModeWorkgroup = 0;
+constexpr int kModeThread = 1;
+constexpr int kFlagCenter = 1;
+constexpr int kFlagRunning = 2;
+constexpr int kFlagUpdate = 4;
+constexpr int kFlagTrain = 8;
+
+bool check_kind(Stream& stream, ComputeKind kind) {
+  if (kind != ComputeKind::Float32 && kind != ComputeKind::Float64)
+    invalid(kWhere, "the kind must be Float32 or Float64");
+  const bool f64 = kind == ComputeKind::Float64;
+  if (f64 && !stream.device().caps().float64)
+    throw std::invalid_argument("float64 is not supported on this device (no shaderFloat64)");
+  return f64;
+}
+
+// Checks an operand; an optional one may have address 0. Returns its dtype code (Float32
+// for an absent operand).
+int32_t check_operand(const Operand& op, const char* what, bool f64, bool required) {
+  if (op.address == 0) {
+    if (required) invalid(kWhere, std::string(what) + ": address is 0");
+    return static_cast<int32_t>(DType::Float32);
+  }
+  check_dtype(kWhere, op.dtype, what);
+  if (op.dtype != DType::Float16 && op.dtype != DType::BFloat16 && op.dtype != DType::Float32 &&
+      op.dtype != DType::Float64)
+    invalid(kWhere, std::string(what) + ": must be a floating dtype");
+  if (op.address % dtype_size(op.dtype) != 0)
+    invalid(kWhere, std::string(what) + ": address is not aligned to its element size");
+  if (op.dtype == DType::Float64 && !f64)
+    invalid(kWhere, std::string(what) + ": float64 operands need the Float64 kind");
+  return static_cast<int32_t>(op.dtype);
+}
+
+// Validates the shape; false when there is nothing to do (no segments).
+bool check_shape(const NormShape& s) {
+  const int layout = static_cast<int>(s.layout);
+  if (layout < 0 || layout > 2) invalid(kWhere, "invalid layout " + std::to_string(layout));
+  if (s.outer < 0 || s.channels < 0 || s.inner < 0 || s.groups < 1 || s.hw < 0)
+    invalid(kWhere, "negative size or fewer than one group");
+  int64_t numel = 0;
+  if (__builtin_mul_overflow(s.outer, s.channels, &numel) ||
+      __builtin_mul_overflow(numel, s.inner, &numel) || numel > kMaxIndex ||
+      s.outer * std::max<int64_t>(s.inner, 1) > kMaxIndex)
+    invalid(kWhere, "more elements than the kernel's 32-bit index range");
+  return s.channels > 0;
+}
+
+uint64_t scalar_bits(double v, bool f64) {
+  if (f64) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    return bits;
+  }
+  const float f = static_cast<float>(v);
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return bits;
+}
+
+uint32_t workgroup_for(int64_t length) {
+  const uint32_t max_wg = std::max<uint32_t>(32, norm_tuning().max_workgroup);
+  uint32_t wg = 32;
+  while (wg < max_wg && static_cast<int64_t>(wg) * 4 < length) wg *= 2;
+  return wg;
+}
+
+// Records one dispatch of `op` ("forward", "backward", "param_grad") over push.channels
+// segments.
+void launch(Stream& stream, const char* op, bool f64, const NormShape& shape, NormPush& push) {
+  push.outer = static_cast<int32_t>(shape.outer);
+  push.channels = static_cast<int32_t>(shape.channels);
+  push.inner = static_cast<int32_t>(shape.inner);
+  push.groups = static_cast<int32_t>(shape.groups);
+  push.hw = static_cast<int32_t>(std::max<int64_t>(shape.hw, 1));
+  push.layout_flags |= static_cast<int32_t>(shape.layout);
+
+  const int64_t length = shape.outer * shape.inner;
+  // Contiguous run of a segment: the whole segment when outer == 1, else one inner block.
+  const int64_t run = shape.outer == 1 ? length : shape.inner;
+  const NormTuning& t = norm_tuning();
+  using S = NormTuning::Strategy;
+  S strategy = t.strategy;
+  if (strategy == S::Auto) {
+    if (length <= 32)
+      strategy = S::Thread;
+    else if (run >= 32)
+      strategy = S::Workgroup;
+    else  // short strided runs: adjacent invocations read adjacent segments
+      strategy = shape.channels >= 256 ? S::Thread : S::Workgroup;
+  }
+  const int mode = strategy == S::Thread ? kModeThread : kModeWorkgroup;
+  const uint32_t wg = mode == kModeThread ? 64 : workgroup_for(length);
+
+  const DeviceCapabilities& caps = stream.device().caps();
+  std::string name = std::string("norm.") + op + (f64 ? ".float64" : ".float32");
+  if (!f64 && mode == kModeWorkgroup && t.subgroups && caps.subgroup_basic &&
+      caps.subgroup_arithmetic)
+    name += ".subgroup";
+  const ShaderBinary* shader = find_shader(name);
+  if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
+
+  std::vector<uint32_t> spec;
+  if (tuning().specialize_dtypes)
+    spec = {static_cast<uint32_t>(push.x_dt),     static_cast<uint32_t>(push.out_dt),
+            static_cast<uint32_t>(push.dy_dt),    static_cast<uint32_t>(push.param_dt),
+            static_cast<uint32_t>(push.stat_dt),  static_cast<uint32_t>(push.run_dt)};
+  else
+    spec.assign(6, UINT32_MAX);
+  spec.push_back(static_cast<uint32_t>(mode));
+  VkPipeline pipeline = stream.device().pipelines().get(*shader, wg, spec);
+  const uint32_t groups = group_count(stream, shape.channels, mode == kModeThread ? wg : 1);
+  stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+}
+
+void check_group_shape(const NormShape& s, bool param_view) {
+  if (s.layout != NormLayout::Group) return;
+  if (param_view) {
+    if (s.channels % s.groups != 0) invalid(kWhere, "channels must be a multiple of groups");
+  } else if (s.hw < 1 || s.inner % s.hw != 0) {
+    if (s.inner != 0) invalid(kWhere, "inner must be a multiple of hw");
+  }
+}
+
+}  // namespace
+
+NormTuning& norm_tuning() {
+  static NormTuning t;
+  return t;
+}
+
+void norm_forward(Stream& stream, const NormForward& p) {
+  const bool f64 = check_kind(stream, p.kind);
+  if (!check_shape(p.shape)) return;
+  check_group_shape(p.shape, false);
+  NormPush push{};
+  push.x_dt = check_operand(p.x, "input", f64, true);
+  push.out_dt = check_operand(p.out, "output", f64, false);
+  push.param_dt = check_operand(p.weight, "weight", f64, false);
+  if (p.bias.address != 0) {
+    const int32_t dt = check_operand(p.bias, "bias", f64, true);
+    if (p.weight.address != 0 && dt != push.param_dt)
+      invalid(kWhere, "weight and bias must have the same dtype");
+    push.param_dt = dt;
+  }
+  int flags = p.center ? kFlagCenter : 0;
+  if (p.stats_given) {
+    flags |= kFlagRunning;
+    push.stat_dt = check_operand(p.running_mean, "running_mean", f64, p.center);
+    push.stat_dt = check_operand(p.running_var, "running_var", f64, true);
+    if (p.center && p.running_mean.dtype != p.running_var.dtype)
+      invalid(kWhere, "running_mean and running_var must have the same dtype");
+    push.a[4] = p.running_mean.address;
+    push.a[5] = p.running_var.address;
+  } else {
+    push.stat_dt = check_operand(p.save_rstd, "save_rstd", f64, false);
+    if (p.save_mean.address != 0) {
+      const int32_t dt = check_operand(p.save_mean, "save_mean", f64, true);
+      if (p.save_rstd.address != 0 && dt != push.stat_dt)
+        invalid(kWhere, "save_mean and save_rstd must have the same dtype");
+      push.stat_dt = dt;
+    }
+    push.a[4] = p.center ? p.save_mean.address : 0;
+    push.a[5] = p.save_rstd.address;
+    if (p.update) {
+      flags |= kFlagUpdate;
+      push.run_dt = check_operand(p.running_mean, "running_mean", f64, true);
+      if (check_operand(p.running_var, "running_var", f64, true) != push.run_dt)
+        invalid(kWhere, "running_mean and running_var must have the same dtype");
+      push.a[6] = p.running_mean.address;
+      push.a[7] = p.running_var.address;
+    }
+  }
+  push.a[0] = p.x.address;
+  push.a[1] = p.out.address;
+  push.a[2] = p.weight.address;
+  push.a[3] = p.bias.address;
+  push.eps = scalar_bits(p.eps, f64);
+  push.momentum = scalar_bits(p.momentum, f64);
+  push.dy_dt = push.x_dt;
+  push.layout_flags = flags << 4;
+  launch(stream, "forward", f64, p.shape, push);
+}
+
+void norm_backward(Stream& stream, const NormBackward& p) {
+  const bool f64 = check_kind(stream, p.kind);
+  if (!check_shape(p.shape)) return;
+  check_group_shape(p.shape, false);
+  NormPush push{};
+  push.x_dt = check_operand(p.x, "input", f64, true);
+  push.dy_dt = check_operand(p.grad_out, "grad_out", f64, true);
+  push.out_dt = check_operand(p.grad_in, "grad_input", f64, false);
+  push.param_dt = check_operand(p.weight, "weight", f64, false);
+  for (const Operand* g : {&p.grad_weight, &p.grad_bias}) {
+    if (g->address == 0) continue;
+    if (p.shape.layout != NormLayout::Channel)
+      invalid(kWhere, "weight / bias gradients of this layout come from norm_param_grad");
+    const int32_t dt = check_operand(*g, "weight / bias gradient", f64, true);
+    if (p.weight.address != 0 && dt != push.param_dt)
+      invalid(kWhere, "the weight and its gradients must have the same dtype");
+    push.param_dt = dt;
+  }
+  push.stat_dt = check_operand(p.rstd, p.stats_given ? "running_var" : "rstd", f64, true);
+  if (p.center &&
+      check_operand(p.mean, p.stats_given ? "running_mean" : "mean", f64, true) != push.stat_dt)
+    invalid(kWhere, "the mean and variance statistics must have the same dtype");
+  push.run_dt = push.stat_dt;
+  int flags = (p.center ? kFlagCenter : 0) | (p.stats_given ? kFlagRunning : 0) |
+              (p.train ? kFlagTrain : 0);
+  push.a[0] = p.x.address;
+  push.a[1] = p.grad_in.address;
+  push.a[2] = p.weight.address;
+  push.a[3] = p.grad_out.address;
+  push.a[4] = p.center ? p.mean.address : 0;
+  push.a[5] = p.rstd.address;
+  push.a[6] = p.grad_weight.address;
+  push.a[7] = p.grad_bias.address;
+  push.eps = scalar_bits(p.eps, f64);
+  push.layout_flags = flags << 4;
+  if (push.a[1] == 0 && push.a[6] == 0 && push.a[7] == 0) return;
+  launch(stream, "backward", f64, p.shape, push);
+}
+
+void norm_param_grad(Stream& stream, const NormParamGrad& p) {
+  const bool f64 = check_kind(stream, p.kind);
+  if (p.shape.layout == NormLayout::Channel)
+    invalid(kWhere, "batch norm's parameter gradients come from norm_backward");
+  if (!check_shape(p.shape)) return;
+  check_group_shape(p.shape, true);
+  if (p.grad_weight.address == 0 && p.grad_bias.address == 0) return;
+  NormPush push{};
+  push.x_dt = check_operand(p.x, "input", f64, true);
+  push.dy_dt = check_operand(p.grad_out, "grad_out", f64, true);
+  push.out_dt = push.x_dt;
+  push.param_dt = check_operand(p.grad_weight, "grad_weight", f64, false);
+  if (p.grad_bias.address != 0) {
+    const int32_t dt = check_operand(p.grad_bias, "grad_bias", f64, true);
+    if (p.grad_weight.address != 0 && dt != push.param_dt)
+      invalid(kWhere, "grad_weight and grad_bias must have the same dtype");
+    push.param_dt = dt;
+  }
+  push.stat_dt = check_operand(p.rstd, "rstd", f64, true);
+  if (p.center && check_operand(p.mean, "mean", f64, true) != push.stat_dt)
+    invalid(kWhere, "mean and rstd must have the same dtype");
+  push.run_dt = push.stat_dt;
+  push.a[0] = p.x.address;
+  push.a[3] = p.grad_out.address;
+  push.a[4] = p.center ? p.mean.address : 0;
+  push.a[5] = p.rstd.address;
+  push.a[6] = p.grad_weight.address;
+  push.a[7] = p.grad_bias.address;
+  push.layout_flags = (p.center ? kFlagCenter : 0) << 4;
+  launch(stream, "param_grad", f64, p.shape, push);
+}
+
+}  // namespace tvk::kernels
