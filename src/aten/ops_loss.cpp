@@ -254,6 +254,10 @@ kernels::NllLoss nll_problem(const at::Tensor& self_c, const at::Tensor& target_
   return p;
 }
 
+// Targets outside [0, C) (other than ignore_index) are skipped by the kernel: they read
+// nothing and contribute nothing. TODO(torch-vk): raise IndexError("Target t is out of
+// bounds.") like the CPU once the device-side error flag of the index ops is available.
+//
 // Shared forward: `self` viewed as [N, C, S], per-sample output (reduction none) shaped
 // `none_shape`, else a scalar; total_weight a scalar.
 void nll_forward_impl(const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight,

@@ -388,7 +388,9 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
     return std::make_tuple(input.clone(), at::ones_like(input, input.options().dtype(at::kBool)));
   const double keep = 1.0 - p;
   TORCH_CHECK(0 <= keep && keep <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", keep);
-  if (!at::isFloatingType(input.scalar_type())) raise_not_implemented_for("mul", input.scalar_type());
+  // The CPU computes input * mask * scale in place: integer inputs cannot hold the float scale.
+  TORCH_CHECK(at::isFloatingType(input.scalar_type()), "result type Float can't be cast to the desired output type ",
+              input.scalar_type());
   const double scale = keep == 0 ? 0.0 : 1.0 / keep;
   at::Tensor output = at::empty_like(input);
   at::Tensor mask = at::empty_like(input, input.options().dtype(at::kBool));

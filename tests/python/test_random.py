@@ -517,3 +517,4 @@ def test_dropout_errors():
     check(lambda t: F.dropout(t, 1.5, True), torch.ones(3))
     check(lambda t: F.dropout(t, -0.5, True), torch.ones(3))
     check(lambda t: torch.native_dropout(t, 1.5, True), torch.ones(3))
+    check(lambda t: torch.native_dropout(t, 0.5, True), torch.ones(3, dtype=torch.int64))
