@@ -111,8 +111,8 @@ void loss_elementwise(Stream& stream, const LossElementwise& p) {
   if (p.num_operands != count)
     invalid(kWhere, std::string(op_name(p.op)) + " takes " + std::to_string(count) +
                         " operands, got " + std::to_string(p.num_operands));
-  // Reuse the shared coalescing (it handles kMaxOperands stride arrays): coalesce per group
-  // of operands is not needed; keep every dim (at most kMaxDims) and check offsets per operand.
+  // The geometry comes from an at::TensorIterator, already coalesced; it is used as given (the
+  // shared coalesce() handles only kMaxOperands stride arrays). Offsets are checked per operand.
   if (p.geometry.ndim < 0 || p.geometry.ndim > kMaxDims) invalid(kWhere, "bad ndim");
   int64_t product = 1;
   for (int d = 0; d < p.geometry.ndim; ++d) {
