@@ -1,0 +1,178 @@
+#version 460
+// Loss functions: the element-wise loss terms and their gradients (reductions are done by the
+// caller with the reduce kernels), and the gather / scatter of nll_loss.
+//
+// Ops (OP define; src/kernels/loss.h documents operands and parameters):
+//   0 mse          out = (x - y)^2                      in0 = x, in1 = y
+//   1 mse_bwd      out = norm * 2 * (x - y) * g         in0 = g, in1 = x, in2 = y
+//   2 smooth_l1    |d| < beta ? 0.5 d^2 / beta : |d| - 0.5 beta (beta = 0: |d|)
+//   3 smooth_l1_bwd
+//   4 huber        |d| < delta ? 0.5 d^2 : delta (|d| - 0.5 delta)
+//   5 huber_bwd
+//   6 bce          -w (y max(log x, -100) + (1 - y) max(log(1 - x), -100))   in2 = w (flag 1)
+//   7 bce_bwd      norm * w * g (x - y) / max(x (1 - x), 1e-12)              in0 = g, in3 = w
+//   8 bce_logits   w ((1 - y) x - (1 + (pw - 1) y) logsigmoid(x))   in2 = w (flag 1), in3 = pw (flag 2)
+//  10 nll          per sample (n, s): t = target; v = -w[t] x[n, t, s], and w[t]
+//  11 nll_bwd      grad_input[n, t, s] = w[t] * -(g / total_weight or g)
+// P0 = beta / delta, P1 = norm (the gradient scale, 1 / numel for mean). Math in fp32 for
+// float16 / bfloat16 / float32 (KIND 0) or fp64 (KIND 3); stores round once.
+//
+// ABI (mirrored by LossPush in src/kernels/loss.cpp): see `Push`. Element-wise ops: `numel`
+// elements, `geometry` -> int32 sizes[8], strides[6][8] (dim 0 fastest, operand 0 = out),
+// `mode` = ndim. NLL: contiguous self [N, C, S] (in0), target [N, S] (in1, int64 or uint8),
+// optional weight [C] (in2); `mode` = flags (1 weight, 2 reduction none, 4 mean), aux0 = C,
+// aux1 = S, pi = ignore_index.
+//   Forward, reduction none: out[i] = v (i = n * S + s). Otherwise out is the accumulator
+//   dtype scratch [2, numel]: out[i] = v, out[numel + i] = w (the caller sums both halves).
+//   Backward: out = grad_input (contiguous, zeroed by the caller), in3 = grad_output (per
+//   sample with reduction none, else one element), in4 = total_weight (mean).
+// Targets outside [0, C) other than ignore_index are skipped (they contribute nothing).
+// TODO(torch-vk): report them (the CPU raises IndexError "Target t is out of bounds.") once a
+// device-side error flag exists.
+#extension GL_GOOGLE_include_directive : require
+
+#ifndef KIND
+#define KIND 0
+#endif
+#if KIND == 3
+#define TVK_FLOAT64 1
+#endif
+#include "common.glsl"
+#include "math.glsl"
+
+#ifndef OP
+#define OP 0
+#endif
+
+layout(local_size_x_id = 0) in;
+
+layout(push_constant) uniform Push {
+  uint64_t addr[6];    //   0: out, in0 .. in4
+  uint64_t geometry;   //  48: LossGeometry (element-wise ops)
+#if TVK_FLOAT64
+  double pd[2];        //  56
+#else
+  uint64_t pd_bits[2];
+#endif
+  float pf[2];         //  72
+  int64_t pi;          //  80: ignore_index
+  int numel;           //  88
+  int mode;            //  92: ndim (element-wise) or flags (nll)
+  int dtype[6];        //  96
+  int aux0;            // 120
+  int aux1;            // 124
+} pc;                  // 128 bytes
+
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer LossGeometry {
+  int sizes[8];
+  int strides[6][8];
+};
+
+#if KIND == KIND_FLOAT64
+#define P0 pc.pd[0]
+#define P1 pc.pd[1]
+#else
+#define P0 pc.pf[0]
+#define P1 pc.pf[1]
+#endif
+
+T ld(int k, int i) { return LOAD_T(pc.addr[k], pc.dtype[k], i); }
+
+#if OP < 10
+T log_sigmoid(T x) { return min(x, T(0)) - tvk_log1p(tvk_exp(-abs(x))); }
+
+void element(uint e) {
+  int o[6] = int[6](0, 0, 0, 0, 0, 0);
+  if (pc.mode > 0) {
+    LossGeometry g = LossGeometry(pc.geometry);
+    uint rem = e;
+    for (int d = 0; d < pc.mode; ++d) {
+      uint size = uint(g.sizes[d]);
+      uint q = rem / size;
+      int idx = int(rem - q * size);
+      rem = q;
+      for (int k = 0; k < 6; ++k) o[k] += idx * g.strides[k][d];
+    }
+  }
+  T r;
+#if OP == 0
+  T d = ld(1, o[1]) - ld(2, o[2]);
+  r = d * d;
+#elif OP == 1
+  r = P1 * T(2) * (ld(2, o[2]) - ld(3, o[3])) * ld(1, o[1]);
+#elif OP == 2
+  T z = abs(ld(1, o[1]) - ld(2, o[2]));
+  T beta = P0;
+  r = z < beta ? T(0.5) * z * z / beta : z - T(0.5) * beta;
+#elif OP == 3
+  T x = ld(2, o[2]) - ld(3, o[3]);
+  T g = ld(1, o[1]);
+  T beta = P0, norm = P1;
+  if (beta == T(0))  // the L1 gradient (sign(0) = 0)
+    r = x < T(0) ? -norm * g : (x > T(0) ? norm * g : T(0) * g);
+  else
+    r = x <= -beta ? -norm * g : (x >= beta ? norm * g : norm * x * g / beta);
+#elif OP == 4
+  T z = abs(ld(1, o[1]) - ld(2, o[2]));
+  T delta = P0;
+  r = z < delta ? T(0.5) * z * z : delta * (z - T(0.5) * delta);
+#elif OP == 5
+  T x = ld(2, o[2]) - ld(3, o[3]);
+  T g = ld(1, o[1]);
+  T delta = P0, norm = P1;
+  r = x <= -delta ? -norm * g * delta : (x >= delta ? norm * g * delta : norm * x * g);
+#elif OP == 6
+  T x = ld(1, o[1]), y = ld(2, o[2]);
+  r = (y - T(1)) * max(tvk_log1p(-x), T(-100)) - y * max(tvk_log(x), T(-100));
+  if ((pc.aux0 & 1) != 0) r *= ld(3, o[3]);
+#elif OP == 7
+  T g = ld(1, o[1]), x = ld(2, o[2]), y = ld(3, o[3]);
+  r = g * (x - y) / max((T(1) - x) * x, T(1e-12));
+  if ((pc.aux0 & 1) != 0) r *= ld(4, o[4]);
+  r *= P1;
+#elif OP == 8
+  T x = ld(1, o[1]), y = ld(2, o[2]);
+  T ls = log_sigmoid(x);
+  if ((pc.aux0 & 2) != 0) ls *= (ld(4, o[4]) - T(1)) * y + T(1);
+  r = (T(1) - y) * x - ls;
+  if ((pc.aux0 & 1) != 0) r *= ld(3, o[3]);
+#endif
+  STORE_T(pc.addr[0], pc.dtype[0], o[0], r);
+}
+#else
+void nll_sample(uint i) {
+  uint C = uint(pc.aux0), S = uint(pc.aux1);
+  uint n = i / S, s = i - n * S;
+  int64_t t = load_i64(pc.addr[2], pc.dtype[2], int(i));
+  bool valid = t != pc.pi && t >= 0l && t < int64_t(C);
+  int x_index = int((n * C + uint(t)) * S + s);
+  T w = valid ? ((pc.mode & 1) != 0 ? ld(3, int(t)) : T(1)) : T(0);
+#if OP == 10
+  T v = valid ? -w * ld(1, x_index) : T(0);
+  if ((pc.mode & 2) != 0) {
+    STORE_T(pc.addr[0], pc.dtype[0], int(i), v);
+  } else {
+    STORE_T(pc.addr[0], pc.dtype[0], int(i), v);
+    STORE_T(pc.addr[0], pc.dtype[0], pc.numel + int(i), w);
+  }
+#else
+  if (!valid) return;
+  T g = (pc.mode & 2) != 0 ? ld(4, int(i)) : ld(4, 0);
+  if ((pc.mode & 4) != 0) g = g / ld(5, 0);
+  T grad = -g;
+  STORE_T(pc.addr[0], pc.dtype[0], x_index, (pc.mode & 1) != 0 ? w * grad : grad);
+#endif
+}
+#endif
+
+void main() {
+  uint n = uint(pc.numel);
+  uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint e = gl_GlobalInvocationID.x; e < n; e += step) {
+#if OP < 10
+    element(e);
+#else
+    nll_sample(e);
+#endif
+  }
+}

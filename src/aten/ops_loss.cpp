@@ -1,0 +1,467 @@
+// Native loss ops: nll_loss_forward / backward, nll_loss2d_forward / backward, mse_loss,
+// smooth_l1_loss, huber_loss, binary_cross_entropy (+ their backward ops) and
+// binary_cross_entropy_with_logits. cross_entropy (log_softmax + nll_loss, soft targets,
+// label smoothing), l1_loss and kl_div are PyTorch composites over native ops.
+//
+// The element-wise terms run in one kernel over an at::TensorIterator (broadcasting, dtype
+// checks and error messages as the CPU's); mean / sum reductions use the reduce kernels
+// (at::mean / at::sum on the device), as the CPU's apply_loss_reduction does.
+#include <ATen/ATen.h>
+#include <ATen/TensorIterator.h>
+#include <ATen/core/Reduction.h>
+#include <ATen/ops/nll_loss_backward_meta.h>
+#include <ATen/ops/nll_loss_forward_meta.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "aten/launch.h"
+#include "aten/ops_reduce.h"
+#include "aten/vk_common.h"
+#include "kernels/loss.h"
+
+namespace tvk::aten {
+namespace {
+
+using kernels::ComputeKind;
+using kernels::LossOp;
+
+at::Tensor apply_reduction(const at::Tensor& loss, int64_t reduction) {
+  if (reduction == at::Reduction::Mean) return loss.mean();
+  if (reduction == at::Reduction::Sum) return loss.sum();
+  return loss;
+}
+
+// Runs `op` over a built iterator (operand 0 = output). `present[k]` false: input k is absent
+// (the kernel does not read it; a dummy operand fills the slot).
+void launch_loss(at::TensorIteratorBase& iter, LossOp op, const char* name, double param = 0,
+                 double norm = 1, bool has_weight = false, bool has_pos_weight = false,
+                 int dummy_slots = 0) {
+  if (iter.numel() == 0) return;
+  if (!iter.can_use_32bit_indexing()) {
+    for (auto&& sub : iter.with_32bit_indexing())
+      launch_loss(sub, op, name, param, norm, has_weight, has_pos_weight, dummy_slots);
+    return;
+  }
+  TORCH_CHECK(iter.ndim() <= kernels::kMaxDims, "torch-vk: ", name, " on a tensor with ", iter.ndim(),
+              " non-collapsible dimensions is not supported (at most ", kernels::kMaxDims, ")");
+  const at::ScalarType common = iter.common_dtype();
+  if (!at::isFloatingType(common)) raise_not_implemented_for(name, common);
+  kernels::LossElementwise p;
+  p.op = op;
+  bool f64 = false;
+  for (int k = 0; k < iter.ntensors(); ++k) f64 |= iter.dtype(k) == at::kDouble;
+  p.kind = f64 ? ComputeKind::Float64 : ComputeKind::Float32;
+  p.numel = iter.numel();
+  p.geometry.ndim = static_cast<int32_t>(iter.ndim());
+  const auto shape = iter.shape();
+  for (int d = 0; d < iter.ndim(); ++d) p.geometry.sizes[d] = shape[d];
+  const int n = static_cast<int>(iter.ntensors());
+  for (int k = 0; k < n; ++k) {
+    p.operands[k] = kernels::Operand{reinterpret_cast<uint64_t>(iter.data_ptr(k)),
+                                     vk_dtype(iter.dtype(k), name)};
+    const int64_t size = static_cast<int64_t>(c10::elementSize(iter.dtype(k)));
+    const auto strides = iter.strides(k);
+    for (int d = 0; d < iter.ndim(); ++d) p.geometry.strides[k][d] = strides[d] / size;
+  }
+  for (int k = n; k < n + dummy_slots; ++k) p.operands[k] = p.operands[1];  // never read
+  p.num_operands = n + dummy_slots;
+  p.has_weight = has_weight;
+  p.has_pos_weight = has_pos_weight;
+  p.param = param;
+  p.norm = norm;
+  const c10::DeviceIndex index = iter.device(0).index();
+  const c10::DeviceGuard guard(iter.device(0));
+  tvk::Stream& stream = current_stream(index);
+  translate_errors([&] { kernels::loss_elementwise(stream, p); });
+}
+
+// Forward of a two-input loss (self, target) with type promotion, as the CPU's
+// TensorIterator::borrowing_binary_op.
+at::Tensor binary_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction, LossOp op,
+                       double param, const char* name) {
+  at::Tensor loss;
+  auto iter = at::TensorIteratorConfig()
+                  .add_output(loss)
+                  .add_const_input(self)
+                  .add_const_input(target)
+                  .promote_inputs_to_common_dtype(true)
+                  .cast_common_dtype_to_outputs(true)
+                  .enforce_safe_casting_to_output(true)
+                  .build();
+  launch_loss(iter, op, name, param);
+  return apply_reduction(iter.output(), reduction);
+}
+
+// Backward of a two-input loss: grad_input (self's shape) = f(grad_output, self, target).
+at::Tensor& binary_loss_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                 const at::Tensor& target, int64_t reduction, LossOp op, double param,
+                                 at::Tensor& grad_input, const char* name) {
+  const double norm = reduction == at::Reduction::Mean ? 1.0 / static_cast<double>(self.numel()) : 1.0;
+  auto iter = at::TensorIteratorConfig()
+                  .add_output(grad_input)
+                  .add_const_input(grad_output)
+                  .add_const_input(self)
+                  .add_const_input(target)
+                  .promote_inputs_to_common_dtype(true)
+                  .cast_common_dtype_to_outputs(true)
+                  .enforce_safe_casting_to_output(true)
+                  .build();
+  launch_loss(iter, op, name, param, norm);
+  return grad_input;
+}
+
+// ---------------------------------------------------------------- mse / smooth_l1 / huber
+
+at::Tensor mse_loss_vk(const at::Tensor& self, const at::Tensor& target, int64_t reduction) {
+  return binary_loss(self, target, reduction, LossOp::Mse, 0, "mse_cpu");
+}
+at::Tensor& mse_loss_out(const at::Tensor& self, const at::Tensor& target, int64_t reduction, at::Tensor& out) {
+  at::Tensor r = mse_loss_vk(self, target, reduction);
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+at::Tensor& mse_loss_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                  const at::Tensor& target, int64_t reduction, at::Tensor& grad_input) {
+  return binary_loss_backward(grad_output, self, target, reduction, LossOp::MseBackward, 0, grad_input,
+                              "mse_backward_cpu");
+}
+at::Tensor mse_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                             int64_t reduction) {
+  at::Tensor grad_input = at::empty_like(self, at::MemoryFormat::Contiguous);
+  return mse_loss_backward_out(grad_output, self, target, reduction, grad_input);
+}
+
+at::Tensor smooth_l1_loss_vk(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double beta) {
+  TORCH_CHECK(beta >= 0, "smooth_l1_loss does not support negative values for beta.");
+  return binary_loss(self, target, reduction, LossOp::SmoothL1, beta, "smooth_l1_cpu");
+}
+at::Tensor& smooth_l1_loss_out(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double beta,
+                               at::Tensor& out) {
+  at::Tensor r = smooth_l1_loss_vk(self, target, reduction, beta);
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+at::Tensor& smooth_l1_loss_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                        const at::Tensor& target, int64_t reduction, double beta,
+                                        at::Tensor& grad_input) {
+  return binary_loss_backward(grad_output, self, target, reduction, LossOp::SmoothL1Backward, beta,
+                              grad_input, "smooth_l1_backward_cpu_out");
+}
+at::Tensor smooth_l1_loss_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                   const at::Tensor& target, int64_t reduction, double beta) {
+  at::Tensor grad_input = at::empty_like(self, at::MemoryFormat::Contiguous);
+  return smooth_l1_loss_backward_out(grad_output, self, target, reduction, beta, grad_input);
+}
+
+at::Tensor huber_loss_vk(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double delta) {
+  TORCH_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
+  return binary_loss(self, target, reduction, LossOp::Huber, delta, "huber_cpu");
+}
+at::Tensor& huber_loss_out(const at::Tensor& self, const at::Tensor& target, int64_t reduction, double delta,
+                           at::Tensor& out) {
+  at::Tensor r = huber_loss_vk(self, target, reduction, delta);
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+at::Tensor& huber_loss_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                    const at::Tensor& target, int64_t reduction, double delta,
+                                    at::Tensor& grad_input) {
+  return binary_loss_backward(grad_output, self, target, reduction, LossOp::HuberBackward, delta,
+                              grad_input, "huber_backward_cpu_out");
+}
+at::Tensor huber_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                               int64_t reduction, double delta) {
+  at::Tensor grad_input = at::empty_like(self, at::MemoryFormat::Contiguous);
+  return huber_loss_backward_out(grad_output, self, target, reduction, delta, grad_input);
+}
+
+// ---------------------------------------------------------------- binary cross entropy
+
+// The input must lie in [0, 1] (the CPU checks every element; like CUDA, the device does not:
+// values outside give NaN or the clamped logarithms).
+at::Tensor binary_cross_entropy_vk(const at::Tensor& self, const at::Tensor& target,
+                                const std::optional<at::Tensor>& weight_opt, int64_t reduction) {
+  const bool weighted = weight_opt.has_value() && weight_opt->defined();
+  at::Tensor loss;
+  at::TensorIteratorConfig config;
+  config.add_output(loss).add_const_input(self).add_const_input(target);
+  if (weighted) config.add_const_input(*weight_opt);
+  auto iter = config.build();
+  launch_loss(iter, LossOp::Bce, "binary_cross_entropy", 0, 1, weighted);
+  return apply_reduction(iter.output(), reduction);
+}
+at::Tensor& binary_cross_entropy_out(const at::Tensor& self, const at::Tensor& target,
+                                     const std::optional<at::Tensor>& weight, int64_t reduction, at::Tensor& out) {
+  at::Tensor r = binary_cross_entropy_vk(self, target, weight, reduction);
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+at::Tensor& binary_cross_entropy_backward_out(const at::Tensor& grad, const at::Tensor& self,
+                                              const at::Tensor& target, const std::optional<at::Tensor>& weight_opt,
+                                              int64_t reduction, at::Tensor& grad_input) {
+  const bool weighted = weight_opt.has_value() && weight_opt->defined();
+  at::native::resize_output(grad_input, self.sizes());
+  const double norm = reduction == at::Reduction::Mean ? 1.0 / static_cast<double>(self.numel()) : 1.0;
+  at::TensorIteratorConfig config;
+  config.add_output(grad_input).add_const_input(grad).add_const_input(self).add_const_input(target);
+  if (weighted) config.add_const_input(*weight_opt);
+  auto iter = config.build();
+  launch_loss(iter, LossOp::BceBackward, "binary_cross_entropy_backward", 0, norm, weighted);
+  return grad_input;
+}
+at::Tensor binary_cross_entropy_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target,
+                                         const std::optional<at::Tensor>& weight, int64_t reduction) {
+  at::Tensor grad_input = at::empty_like(self, at::MemoryFormat::Contiguous);
+  return binary_cross_entropy_backward_out(grad, self, target, weight, reduction, grad_input);
+}
+
+at::Tensor binary_cross_entropy_with_logits(const at::Tensor& self, const at::Tensor& target,
+                                            const std::optional<at::Tensor>& weight_opt,
+                                            const std::optional<at::Tensor>& pos_weight_opt, int64_t reduction) {
+  const bool weighted = weight_opt.has_value() && weight_opt->defined();
+  const bool pos_weighted = pos_weight_opt.has_value() && pos_weight_opt->defined();
+  at::Tensor loss;
+  at::TensorIteratorConfig config;
+  config.add_output(loss).add_const_input(self).add_const_input(target);
+  // Absent weights take their slot with the input itself (flagged off, never read).
+  config.add_const_input(weighted ? *weight_opt : self);
+  config.add_const_input(pos_weighted ? *pos_weight_opt : self);
+  config.promote_inputs_to_common_dtype(true).cast_common_dtype_to_outputs(true);
+  auto iter = config.build();
+  launch_loss(iter, LossOp::BceWithLogits, "binary_cross_entropy_with_logits", 0, 1, weighted, pos_weighted);
+  return apply_reduction(iter.output(), reduction);
+}
+
+// ---------------------------------------------------------------- nll_loss
+
+void check_target_dtype(const at::Tensor& target) {
+  TORCH_CHECK(target.scalar_type() == at::kLong || target.scalar_type() == at::kByte,
+              "expected target dtype to be Long or Byte, but got ", target.scalar_type());
+}
+
+kernels::NllLoss nll_problem(const at::Tensor& self_c, const at::Tensor& target_c, const at::Tensor& weight_c,
+                             int64_t n, int64_t classes, int64_t spatial, int64_t ignore_index, const char* name) {
+  kernels::NllLoss p;
+  const bool f64 = self_c.scalar_type() == at::kDouble;
+  p.kind = f64 ? ComputeKind::Float64 : ComputeKind::Float32;
+  p.n = n;
+  p.classes = classes;
+  p.spatial = spatial;
+  p.ignore_index = ignore_index;
+  p.self = operand(self_c, name);
+  p.target = operand(target_c, name);
+  if (weight_c.defined()) p.weight = operand(weight_c, name);
+  return p;
+}
+
+// Targets outside [0, C) (other than ignore_index) are skipped by the kernel: they read
+// nothing and contribute nothing. TODO(torch-vk): raise IndexError("Target t is out of
+// bounds.") like the CPU once the device-side error flag of the index ops is available.
+//
+// Shared forward: `self` viewed as [N, C, S], per-sample output (reduction none) shaped
+// `none_shape`, else a scalar; total_weight a scalar.
+void nll_forward_impl(const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight,
+                      int64_t reduction, int64_t ignore_index, int64_t n, int64_t classes, int64_t spatial,
+                      bool per_sample, const at::Tensor& output, const at::Tensor& total_weight,
+                      const char* name) {
+  check_target_dtype(target);
+  if (!at::isFloatingType(self.scalar_type())) raise_not_implemented_for(name, self.scalar_type());
+  vk_dtype(self.scalar_type(), name);
+  const at::Tensor self_c = self.contiguous();
+  const at::Tensor target_c = target.contiguous();
+  const at::Tensor weight_c = weight.defined() ? weight.contiguous() : weight;
+  const kernels::NllLoss p = nll_problem(self_c, target_c, weight_c, n, classes, spatial, ignore_index, name);
+  const c10::DeviceGuard guard(self.device());
+  tvk::Stream& stream = current_stream(self.device().index());
+  if (per_sample) {
+    const bool direct = output.is_contiguous();
+    at::Tensor out = direct ? output : at::empty(output.sizes(), output.options());
+    translate_errors([&] { kernels::nll_loss_forward(stream, p, true, operand(out, name)); });
+    if (!direct) output.copy_(out);
+    return;
+  }
+  const at::ScalarType acc = self.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  at::Tensor scratch = at::empty({2, n * spatial}, self.options().dtype(acc));
+  translate_errors([&] { kernels::nll_loss_forward(stream, p, false, operand(scratch, name)); });
+  const at::Tensor sums = scratch.sum(1);  // [sum of terms, total weight]
+  const at::Tensor tw = sums.select(0, 1);
+  total_weight.copy_(tw);
+  output.copy_(reduction == at::Reduction::Mean ? sums.select(0, 0) / tw : sums.select(0, 0));
+}
+
+void nll_backward_impl(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                       const at::Tensor& weight, int64_t reduction, int64_t ignore_index,
+                       const at::Tensor& total_weight, int64_t n, int64_t classes, int64_t spatial,
+                       bool per_sample, const at::Tensor& grad_input, const char* name) {
+  check_target_dtype(target);
+  if (!at::isFloatingType(self.scalar_type())) raise_not_implemented_for(name, self.scalar_type());
+  grad_input.zero_();
+  if (n * spatial == 0) return;
+  const at::Tensor self_c = self.contiguous();
+  const at::Tensor target_c = target.contiguous();
+  const at::Tensor weight_c = weight.defined() ? weight.contiguous() : weight;
+  const at::Tensor grad_c = grad_output.contiguous();
+  const at::Tensor tw = total_weight.to(self.device()).contiguous();
+  const kernels::NllLoss p = nll_problem(self_c, target_c, weight_c, n, classes, spatial, ignore_index, name);
+  const bool direct = grad_input.is_contiguous();
+  at::Tensor gi = direct ? grad_input : at::zeros(grad_input.sizes(), grad_input.options());
+  const c10::DeviceGuard guard(self.device());
+  tvk::Stream& stream = current_stream(self.device().index());
+  translate_errors([&] {
+    kernels::nll_loss_backward(stream, p, per_sample, reduction == at::Reduction::Mean, operand(grad_c, name),
+                               operand(tw, name), operand(gi, name));
+  });
+  if (!direct) grad_input.copy_(gi);
+}
+
+at::Tensor optional_tensor(const std::optional<at::Tensor>& t) {
+  return t.has_value() && t->defined() ? *t : at::Tensor();
+}
+
+std::tuple<at::Tensor&, at::Tensor&> nll_loss_forward_out(const at::Tensor& self, const at::Tensor& target,
+                                                           const std::optional<at::Tensor>& weight_opt,
+                                                           int64_t reduction, int64_t ignore_index,
+                                                           at::Tensor& output, at::Tensor& total_weight) {
+  const at::Tensor weight = optional_tensor(weight_opt);
+  Structured<at::meta::structured_nll_loss_forward, 2> s(output, total_weight);
+  s.meta(self, target, at::OptionalTensorRef(weight), reduction, ignore_index);
+  const int64_t n = self.dim() == 1 ? 1 : self.size(0);
+  nll_forward_impl(self, target, weight, reduction, ignore_index, n, self.size(-1), 1,
+                   reduction == at::Reduction::None && self.dim() == 2, output, total_weight, "nll_loss_out_frame");
+  return {output, total_weight};
+}
+
+std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self, const at::Tensor& target,
+                                                    const std::optional<at::Tensor>& weight_opt, int64_t reduction,
+                                                    int64_t ignore_index) {
+  const at::Tensor weight = optional_tensor(weight_opt);
+  Structured<at::meta::structured_nll_loss_forward, 2> s;
+  s.meta(self, target, at::OptionalTensorRef(weight), reduction, ignore_index);
+  const int64_t n = self.dim() == 1 ? 1 : self.size(0);
+  nll_forward_impl(self, target, weight, reduction, ignore_index, n, self.size(-1), 1,
+                   reduction == at::Reduction::None && self.dim() == 2, s.outs[0], s.outs[1], "nll_loss_out_frame");
+  return {s.outs[0], s.outs[1]};
+}
+
+at::Tensor& nll_loss_backward_out(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                                  const std::optional<at::Tensor>& weight_opt, int64_t reduction,
+                                  int64_t ignore_index, const at::Tensor& total_weight, at::Tensor& grad_input) {
+  const at::Tensor weight = optional_tensor(weight_opt);
+  Structured<at::meta::structured_nll_loss_backward> s(grad_input);
+  s.meta(grad_output, self, target, at::OptionalTensorRef(weight), reduction, ignore_index, total_weight);
+  const int64_t n = self.dim() == 1 ? 1 : self.size(0);
+  nll_backward_impl(grad_output, self, target, weight, reduction, ignore_index, total_weight, n, self.size(-1), 1,
+                    reduction == at::Reduction::None && self.dim() == 2, grad_input, "nll_loss_backward_out_frame");
+  return grad_input;
+}
+
+at::Tensor nll_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                             const std::optional<at::Tensor>& weight_opt, int64_t reduction, int64_t ignore_index,
+                             const at::Tensor& total_weight) {
+  const at::Tensor weight = optional_tensor(weight_opt);
+  Structured<at::meta::structured_nll_loss_backward> s;
+  s.meta(grad_output, self, target, at::OptionalTensorRef(weight), reduction, ignore_index, total_weight);
+  const int64_t n = self.dim() == 1 ? 1 : self.size(0);
+  nll_backward_impl(grad_output, self, target, weight, reduction, ignore_index, total_weight, n, self.size(-1), 1,
+                    reduction == at::Reduction::None && self.dim() == 2, s.outs[0], "nll_loss_backward_out_frame");
+  return s.outs[0];
+}
+
+// nll_loss2d: self [N, C, H, W], target [N, H, W] (the CPU's check_inputs_nll_loss2d).
+void check_nll2d(const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight) {
+  TORCH_CHECK(target.dim() == 3,
+              "only batches of spatial targets supported (3D tensors) but got targets of dimension: ", target.dim());
+  TORCH_CHECK(self.dim() == 4,
+              "only batches of spatial inputs supported (4D tensors), but got input of dimension: ", self.dim());
+  TORCH_CHECK(!weight.defined() || weight.numel() == self.size(1),
+              "weight tensor should be defined either for all or no classes");
+  TORCH_CHECK(self.size(0) == target.size(0) && self.size(2) == target.size(1) && self.size(3) == target.size(2),
+              "size mismatch (got input: ", self.sizes(), " , target: ", target.sizes());
+}
+
+std::tuple<at::Tensor&, at::Tensor&> nll_loss2d_forward_out(const at::Tensor& self, const at::Tensor& target,
+                                                             const std::optional<at::Tensor>& weight_opt,
+                                                             int64_t reduction, int64_t ignore_index,
+                                                             at::Tensor& output, at::Tensor& total_weight) {
+  const at::Tensor weight = optional_tensor(weight_opt);
+  check_nll2d(self, target, weight);
+  const bool per_sample = reduction == at::Reduction::None;
+  at::native::resize_output(total_weight, {});
+  if (per_sample)
+    at::native::resize_output(output, target.sizes());
+  else
+    at::native::resize_output(output, {});
+  nll_forward_impl(self, target, weight, reduction, ignore_index, self.size(0), self.size(1),
+                   self.size(2) * self.size(3), per_sample, output, total_weight, "nll_loss2d_forward_out_frame");
+  return {output, total_weight};
+}
+
+std::tuple<at::Tensor, at::Tensor> nll_loss2d_forward(const at::Tensor& self, const at::Tensor& target,
+                                                      const std::optional<at::Tensor>& weight_opt,
+                                                      int64_t reduction, int64_t ignore_index) {
+  at::Tensor output = at::empty({0}, self.options());
+  at::Tensor total_weight = at::empty({0}, self.options());
+  nll_loss2d_forward_out(self, target, weight_opt, reduction, ignore_index, output, total_weight);
+  return {output, total_weight};
+}
+
+at::Tensor& nll_loss2d_backward_out(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                                    const std::optional<at::Tensor>& weight_opt, int64_t reduction,
+                                    int64_t ignore_index, const at::Tensor& total_weight, at::Tensor& grad_input) {
+  const at::Tensor weight = optional_tensor(weight_opt);
+  check_nll2d(self, target, weight);
+  TORCH_CHECK(total_weight.numel() == 1, "expected total_weight to be a single element tensor, got: ",
+              total_weight.sizes(), " (", total_weight.numel(), " elements)");
+  if (reduction == at::Reduction::None) {
+    TORCH_CHECK(grad_output.dim() == 3 && grad_output.sizes() == target.sizes(),
+                "grad_output must have same dimension as target (3) but got dimension: ", grad_output.sizes());
+  } else {
+    TORCH_CHECK(grad_output.numel() == 1, "expected grad_output to be a single element tensor, got: ",
+                grad_output.sizes());
+  }
+  at::native::resize_output(grad_input, self.sizes());
+  nll_backward_impl(grad_output, self, target, weight, reduction, ignore_index, total_weight, self.size(0),
+                    self.size(1), self.size(2) * self.size(3), reduction == at::Reduction::None, grad_input,
+                    "nll_loss2d_backward_out_frame");
+  return grad_input;
+}
+
+at::Tensor nll_loss2d_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                               const std::optional<at::Tensor>& weight_opt, int64_t reduction, int64_t ignore_index,
+                               const at::Tensor& total_weight) {
+  at::Tensor grad_input = at::empty_like(self, at::MemoryFormat::Contiguous);
+  return nll_loss2d_backward_out(grad_output, self, target, weight_opt, reduction, ignore_index, total_weight,
+                                 grad_input);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("nll_loss_forward", TORCH_FN(nll_loss_forward));
+  m.impl("nll_loss_forward.output", TORCH_FN(nll_loss_forward_out));
+  m.impl("nll_loss_backward", TORCH_FN(nll_loss_backward));
+  m.impl("nll_loss_backward.grad_input", TORCH_FN(nll_loss_backward_out));
+  m.impl("nll_loss2d_forward", TORCH_FN(nll_loss2d_forward));
+  m.impl("nll_loss2d_forward.output", TORCH_FN(nll_loss2d_forward_out));
+  m.impl("nll_loss2d_backward", TORCH_FN(nll_loss2d_backward));
+  m.impl("nll_loss2d_backward.grad_input", TORCH_FN(nll_loss2d_backward_out));
+  m.impl("mse_loss", TORCH_FN(mse_loss_vk));
+  m.impl("mse_loss.out", TORCH_FN(mse_loss_out));
+  m.impl("mse_loss_backward", TORCH_FN(mse_loss_backward));
+  m.impl("mse_loss_backward.grad_input", TORCH_FN(mse_loss_backward_out));
+  m.impl("smooth_l1_loss", TORCH_FN(smooth_l1_loss_vk));
+  m.impl("smooth_l1_loss.out", TORCH_FN(smooth_l1_loss_out));
+  m.impl("smooth_l1_loss_backward", TORCH_FN(smooth_l1_loss_backward));
+  m.impl("smooth_l1_loss_backward.grad_input", TORCH_FN(smooth_l1_loss_backward_out));
+  m.impl("huber_loss", TORCH_FN(huber_loss_vk));
+  m.impl("huber_loss.out", TORCH_FN(huber_loss_out));
+  m.impl("huber_loss_backward", TORCH_FN(huber_loss_backward));
+  m.impl("huber_loss_backward.out", TORCH_FN(huber_loss_backward_out));
+  m.impl("binary_cross_entropy", TORCH_FN(binary_cross_entropy_vk));
+  m.impl("binary_cross_entropy.out", TORCH_FN(binary_cross_entropy_out));
+  m.impl("binary_cross_entropy_backward", TORCH_FN(binary_cross_entropy_backward));
+  m.impl("binary_cross_entropy_backward.grad_input", TORCH_FN(binary_cross_entropy_backward_out));
+  m.impl("binary_cross_entropy_with_logits", TORCH_FN(binary_cross_entropy_with_logits));
+}
+
+}  // namespace tvk::aten

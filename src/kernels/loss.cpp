@@ -1,0 +1,217 @@
+// Launcher of the loss family (shaders/loss.comp).
+#include "kernels/loss.h"
+
+#include <cstring>
+#include <string>
+
+#include "kernels/launch.h"
+#include "runtime/device.h"
+#include "runtime/pipeline.h"
+#include "runtime/stream.h"
+
+namespace tvk::kernels {
+namespace {
+
+// Mirrors `Push` in shaders/loss.comp.
+struct LossPush {
+  uint64_t addr[kLossMaxOperands];
+  uint64_t geometry;
+  uint64_t pd_bits[2];
+  float pf[2];
+  int64_t pi;
+  int32_t numel;
+  int32_t mode;
+  int32_t dtype[kLossMaxOperands];
+  int32_t aux0;
+  int32_t aux1;
+};
+static_assert(sizeof(LossPush) == 128);
+static_assert(offsetof(LossPush, pd_bits) == 56);
+static_assert(offsetof(LossPush, pi) == 80);
+static_assert(offsetof(LossPush, dtype) == 96);
+
+// Mirrors `LossGeometry` in shaders/loss.comp.
+struct LossGeometryBlock {
+  int32_t sizes[kMaxDims];
+  int32_t strides[kLossMaxOperands][kMaxDims];
+};
+
+constexpr const char* kWhere = "tvk::kernels::loss";
+constexpr uint32_t kWorkgroup = 256;
+
+const char* op_name(LossOp op) {
+  switch (op) {
+    case LossOp::Mse: return "mse";
+    case LossOp::MseBackward: return "mse_backward";
+    case LossOp::SmoothL1: return "smooth_l1";
+    case LossOp::SmoothL1Backward: return "smooth_l1_backward";
+    case LossOp::Huber: return "huber";
+    case LossOp::HuberBackward: return "huber_backward";
+    case LossOp::Bce: return "bce";
+    case LossOp::BceBackward: return "bce_backward";
+    case LossOp::BceWithLogits: return "bce_logits";
+  }
+  return "?";
+}
+
+int operand_count(const LossElementwise& p) {
+  switch (p.op) {
+    case LossOp::Mse:
+    case LossOp::SmoothL1:
+    case LossOp::Huber: return 3;
+    case LossOp::MseBackward:
+    case LossOp::SmoothL1Backward:
+    case LossOp::HuberBackward: return 4;
+    case LossOp::Bce: return p.has_weight ? 4 : 3;
+    case LossOp::BceBackward: return p.has_weight ? 5 : 4;
+    case LossOp::BceWithLogits: return 5;
+  }
+  return 0;
+}
+
+void check_operand(const Operand& op, const std::string& what, bool f64) {
+  check_dtype(kWhere, op.dtype, what.c_str());
+  if (op.address == 0) invalid(kWhere, what + ": address is 0");
+  if (op.address % dtype_size(op.dtype) != 0)
+    invalid(kWhere, what + ": address is not aligned to its element size");
+  if (op.dtype == DType::Float64 && !f64) invalid(kWhere, what + ": float64 operands need the Float64 kind");
+}
+
+bool check_kind(Stream& stream, ComputeKind kind) {
+  if (kind != ComputeKind::Float32 && kind != ComputeKind::Float64)
+    invalid(kWhere, "the kind must be Float32 or Float64");
+  const bool f64 = kind == ComputeKind::Float64;
+  if (f64 && !stream.device().caps().float64)
+    throw std::invalid_argument("float64 is not supported on this device (no shaderFloat64)");
+  return f64;
+}
+
+void set_params(LossPush& push, double p0, double p1) {
+  const double p[2] = {p0, p1};
+  for (int k = 0; k < 2; ++k) {
+    std::memcpy(&push.pd_bits[k], &p[k], sizeof(double));
+    push.pf[k] = static_cast<float>(p[k]);
+  }
+}
+
+void dispatch(Stream& stream, const std::string& name, int64_t items, const LossPush& push) {
+  const ShaderBinary* shader = find_shader(name);
+  if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
+  VkPipeline pipeline = stream.device().pipelines().get(*shader, kWorkgroup, {});
+  stream.dispatch(pipeline, group_count(stream, items, kWorkgroup), 1, 1, &push, sizeof(push));
+}
+
+}  // namespace
+
+void loss_elementwise(Stream& stream, const LossElementwise& p) {
+  const int opi = static_cast<int>(p.op);
+  if (opi < 0 || opi > 8) invalid(kWhere, "invalid op " + std::to_string(opi));
+  const bool f64 = check_kind(stream, p.kind);
+  const int count = operand_count(p);
+  if (p.num_operands != count)
+    invalid(kWhere, std::string(op_name(p.op)) + " takes " + std::to_string(count) +
+                        " operands, got " + std::to_string(p.num_operands));
+  // The geometry comes from an at::TensorIterator, already coalesced; it is used as given (the
+  // shared coalesce() handles only kMaxOperands stride arrays). Offsets are checked per operand.
+  if (p.geometry.ndim < 0 || p.geometry.ndim > kMaxDims) invalid(kWhere, "bad ndim");
+  int64_t product = 1;
+  for (int d = 0; d < p.geometry.ndim; ++d) {
+    if (p.geometry.sizes[d] < 0) invalid(kWhere, "negative size");
+    product *= p.geometry.sizes[d];
+  }
+  if (product != p.numel) invalid(kWhere, "the geometry does not match numel");
+  if (p.numel == 0) return;
+  if (p.numel > kMaxIndex) invalid(kWhere, "numel exceeds the kernel's 32-bit index range");
+  LossPush push{};
+  LossGeometryBlock block{};
+  for (int k = 0; k < count; ++k) {
+    check_operand(p.operands[k], "operand " + std::to_string(k), f64);
+    int64_t reach = 0;
+    for (int d = 0; d < p.geometry.ndim; ++d) {
+      const int64_t s = p.geometry.strides[k][d];
+      reach += (p.geometry.sizes[d] - 1) * (s < 0 ? -s : s);
+      if (s > kMaxIndex || s < -kMaxIndex || reach > kMaxIndex)
+        invalid(kWhere, "element offsets exceed the kernel's 32-bit index range");
+    }
+    push.addr[k] = p.operands[k].address;
+    push.dtype[k] = static_cast<int32_t>(p.operands[k].dtype);
+  }
+  // Operand slots: out, then the inputs in the shader's order. BCE without weight leaves the
+  // weight slot empty; BceWithLogits always has 5 operands (absent w / pw are flagged off).
+  push.mode = p.geometry.ndim;
+  for (int d = 0; d < p.geometry.ndim; ++d) {
+    block.sizes[d] = static_cast<int32_t>(p.geometry.sizes[d]);
+    for (int k = 0; k < count; ++k) block.strides[k][d] = static_cast<int32_t>(p.geometry.strides[k][d]);
+  }
+  if (p.geometry.ndim > 0) push.geometry = stream.upload_params(&block, sizeof(block));
+  set_params(push, p.param, p.norm);
+  push.numel = static_cast<int32_t>(p.numel);
+  push.aux0 = (p.has_weight ? 1 : 0) | (p.has_pos_weight ? 2 : 0);
+  dispatch(stream, std::string("loss.") + op_name(p.op) + (f64 ? ".float64" : ".float32"), p.numel, push);
+}
+
+namespace {
+LossPush nll_push(Stream& stream, const NllLoss& p, bool& f64, int64_t& samples) {
+  f64 = check_kind(stream, p.kind);
+  if (p.n < 0 || p.classes < 0 || p.spatial < 0) invalid(kWhere, "nll_loss: negative size");
+  samples = p.n * p.spatial;
+  if (p.n * p.classes * p.spatial > kMaxIndex || 2 * samples > kMaxIndex)
+    invalid(kWhere, "nll_loss: more elements than the kernel's 32-bit index range");
+  LossPush push{};
+  if (samples == 0) return push;
+  check_operand(p.self, "self", f64);
+  check_operand(p.target, "target", f64);
+  if (p.target.dtype != DType::Int64 && p.target.dtype != DType::UInt8)
+    invalid(kWhere, "nll_loss: the target must be Int64 or UInt8");
+  const bool weighted = p.weight.address != 0;
+  if (weighted) check_operand(p.weight, "weight", f64);
+  push.addr[1] = p.self.address;
+  push.addr[2] = p.target.address;
+  push.addr[3] = p.weight.address;
+  push.dtype[1] = static_cast<int32_t>(p.self.dtype);
+  push.dtype[2] = static_cast<int32_t>(p.target.dtype);
+  push.dtype[3] = static_cast<int32_t>(weighted ? p.weight.dtype : p.self.dtype);
+  push.pi = p.ignore_index;
+  push.numel = static_cast<int32_t>(samples);
+  push.mode = weighted ? 1 : 0;
+  push.aux0 = static_cast<int32_t>(p.classes);
+  push.aux1 = static_cast<int32_t>(p.spatial);
+  return push;
+}
+}  // namespace
+
+void nll_loss_forward(Stream& stream, const NllLoss& p, bool reduction_none, Operand out) {
+  bool f64 = false;
+  int64_t samples = 0;
+  LossPush push = nll_push(stream, p, f64, samples);
+  if (samples == 0) return;
+  check_operand(out, "output", f64);
+  push.addr[0] = out.address;
+  push.dtype[0] = static_cast<int32_t>(out.dtype);
+  if (reduction_none) push.mode |= 2;
+  dispatch(stream, std::string("loss.nll") + (f64 ? ".float64" : ".float32"), samples, push);
+}
+
+void nll_loss_backward(Stream& stream, const NllLoss& p, bool reduction_none, bool mean,
+                       Operand grad_output, Operand total_weight, Operand grad_input) {
+  bool f64 = false;
+  int64_t samples = 0;
+  LossPush push = nll_push(stream, p, f64, samples);
+  if (samples == 0) return;
+  check_operand(grad_input, "grad_input", f64);
+  check_operand(grad_output, "grad_output", f64);
+  push.addr[0] = grad_input.address;
+  push.dtype[0] = static_cast<int32_t>(grad_input.dtype);
+  push.addr[4] = grad_output.address;
+  push.dtype[4] = static_cast<int32_t>(grad_output.dtype);
+  if (reduction_none) push.mode |= 2;
+  if (mean && !reduction_none) {
+    check_operand(total_weight, "total_weight", f64);
+    push.addr[5] = total_weight.address;
+    push.dtype[5] = static_cast<int32_t>(total_weight.dtype);
+    push.mode |= 4;
+  }
+  dispatch(stream, std::string("loss.nll_backward") + (f64 ? ".float64" : ".float32"), samples, push);
+}
+
+}  // namespace tvk::kernels
