@@ -298,10 +298,11 @@ def test_clip_grad_norm(foreach, norm_type):
 def test_clip_grad_norm_nonfinite(foreach):
     p = torch.zeros(3, device=VK, requires_grad=True)
     p.grad = torch.tensor([1.0, float("nan"), 2.0], device=VK)
-    with pytest.raises(RuntimeError, match="non-finite") as info:
+    with pytest.raises(RuntimeError) as info:
         torch.nn.utils.clip_grad_norm_([p], 1.0, error_if_nonfinite=True, foreach=foreach)
     if isinstance(info.value, NotImplementedError):  # a fallback, not the check
         raise info.value
+    assert "non-finite" in str(info.value)
 
 
 @pytest.mark.parametrize("foreach", [False, True])
