@@ -17,6 +17,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "aten/vk_common.h"
@@ -93,6 +94,23 @@ at::Tensor head_dim_contiguous(const at::Tensor& t) {
   return (t.size(-1) <= 1 || t.stride(-1) == 1) ? t : t.contiguous();
 }
 
+// The output laid out like the query (as the op's meta function does): same strides when the
+// shapes match, else the query's dim order (by decreasing stride) with dense strides.
+at::Tensor output_like(const at::Tensor& query, const std::vector<int64_t>& shape) {
+  if (query.sizes().vec() == shape) return at::empty_like(query);
+  if (query.dim() != 4) return at::empty(shape, query.options());
+  std::vector<int64_t> order = {0, 1, 2, 3};
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return query.stride(a) > query.stride(b); });
+  std::vector<int64_t> strides(4);
+  int64_t stride = 1;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    strides[*it] = stride;
+    stride *= shape[*it];
+  }
+  return at::empty_strided(shape, strides, query.options());
+}
+
 kernels::AttentionStrides strides_of(const at::Tensor& t4) {
   return {t4.stride(0), t4.stride(1), t4.stride(2)};
 }
@@ -126,9 +144,12 @@ fused_attention_forward(const at::Tensor& query, const at::Tensor& key, const at
 
   std::vector<int64_t> out_shape = query.sizes().vec();
   out_shape.back() = Ev;
-  at::Tensor out = at::empty(out_shape, query.options());
+  const at::Tensor out = output_like(query, out_shape);
   at::Tensor lse = at::empty({B, H, L}, query.options().dtype(at::kFloat));
-  const at::Tensor out4 = out.dim() == 3 ? out.unsqueeze(0) : out;
+  // The kernel writes rows with a unit stride along the head dim.
+  const bool direct = out.stride(-1) == 1 || Ev == 1;
+  const at::Tensor target = direct ? out : at::empty(out_shape, query.options());
+  const at::Tensor out4 = target.dim() == 3 ? target.unsqueeze(0) : target;
 
   kernels::AttentionForward p;
   p.batch = B;
@@ -165,6 +186,7 @@ fused_attention_forward(const at::Tensor& query, const at::Tensor& key, const at
     const c10::DeviceGuard guard(query.device());
     tvk::Stream& stream = current_stream(query.device().index());
     translate_errors([&] { kernels::attention_forward(stream, p); });
+    if (!direct) out.copy_(target);
   }
   const auto seed_options = at::TensorOptions().dtype(at::kLong);
   return {out,
