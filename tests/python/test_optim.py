@@ -119,6 +119,19 @@ def test_fused_low_precision_params(cls, dtype):
     compare(cls, dict(lr=0.01, weight_decay=0.1, fused=True), dtype=dtype)
 
 
+@pytest.mark.parametrize("cls", [torch.optim.Adam, torch.optim.AdamW, torch.optim.SGD],
+                         ids=lambda c: c.__name__)
+def test_fused_float64_params(cls):
+    # float64 math on the device (shaderFloat64), bias corrections included.
+    kwargs = dict(lr=0.05, momentum=0.9, nesterov=True) if cls is torch.optim.SGD else \
+        dict(lr=0.01, weight_decay=0.1, amsgrad=True)
+    params = make_params(torch.float64)
+    expected, _ = run_optimizer(cls, "cpu", params, dict(kwargs, fused=True))
+    actual, _ = run_optimizer(cls, VK, params, dict(kwargs, fused=True))
+    for a, e in zip(actual, expected):
+        assert_close(a, e)
+
+
 def sgd_reference(params, dtype, lr, momentum, dampening=0.0, nesterov=False, weight_decay=0.0):
     """Fused SGD math from its definition: fp32 math on values stored in `dtype`, rounded once
     per store. (PyTorch's CPU fused SGD cannot serve here: its vectorized float16 / bfloat16
