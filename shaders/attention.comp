@@ -1,0 +1,185 @@
+#version 460
+// Fused scaled-dot-product attention, forward (flash-attention style):
+//   out[b,h,i,:] = sum_j softmax_j(s_ij) v[b,hk,j,:],  s_ij = scale * q[b,h,i,:] . k[b,hk,j,:] + bias
+//   lse[b,h,i]   = log sum_j exp(s_ij)          (float32; -inf for a row with no allowed key)
+// hk = h / group (grouped-query attention: group = heads of q per head of k / v). Key j is
+// excluded (-inf) when j > i with is_causal (top-left aligned, like torch.tril), where a
+// boolean mask is false, and the float mask value is added otherwise. A row without any
+// allowed key gives out = 0 (and lse = -inf), like PyTorch's math path (_safe_softmax).
+//
+// Work split: one workgroup per (b * h, tile of BR query rows); TPR invocations per row, each
+// owning every TPR-th element of the head dim (its slice of q and of the output accumulator
+// stay in registers). Keys and values stream through shared memory in tiles of BC rows; the
+// softmax is the online one (running max m and sum l, rescaled by exp(m_old - m_new)), all in
+// fp32 whatever the storage dtype (float16 / bfloat16 / float32, converted on load).
+//
+// Variant PROBS (the backward's recomputation): scores [b, h, i, j] (float32, contiguous,
+// q . k^T from a GEMM) are turned in place into the probabilities
+//   p_ij = exp(scale * scores_ij + bias_ij - lse[b,h,i])   (0 where excluded, as above, and in
+//   rows whose lse is -inf), one invocation per element.
+//
+// Built per head-dim bound (DMAX: the largest head dim of q / k and of v) by
+// tools/build_shaders.py from attention.variants.toml. The launcher (src/kernels/attention.cpp)
+// uploads the parameter block `Params` and passes its address as the only push constant.
+#extension GL_GOOGLE_include_directive : require
+
+#define KIND 0
+#include "common.glsl"
+#include "math.glsl"
+
+#ifndef DMAX
+#define DMAX 128
+#endif
+#ifndef PROBS
+#define PROBS 0
+#endif
+#define BR 16                 // query rows per workgroup
+#define TPR 4                 // invocations per query row
+#define BC 16                 // keys per shared-memory tile
+#define SLICE (DMAX / TPR)    // head-dim elements per invocation
+
+#if PROBS
+layout(local_size_x = 256) in;
+#else
+layout(local_size_x = BR * TPR) in;
+#endif
+
+// Mirrors AttentionParams in src/kernels/attention.cpp. Element strides; the head dim is
+// contiguous (stride 1) in q, k, v and out.
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Params {
+  uint64_t q, k, v, o, lse, mask;          //  0
+  int q_sb, q_sh, q_sl;                    // 48 q strides: batch, head, row
+  int k_sb, k_sh, k_sl;                    // 60
+  int v_sb, v_sh, v_sl;                    // 72
+  int o_sb, o_sh, o_sl;                    // 84
+  int m_sb, m_sh, m_sl, m_ss;              // 96 mask strides (0: broadcast)
+  int heads, group, L, S, E, Ev;           // 112
+  int dtype, mask_dtype, flags;            // 136 (flags: 1 causal, 2 mask)
+  float scale;                             // 148
+  int batch;                               // 152
+};                                         // 156 bytes (160 with padding)
+
+layout(push_constant) uniform Push { uint64_t params; } pc;
+
+const float NEG_INF = -1.0 / 0.0;
+
+// Score (i, j) of (b, h) is excluded, or the additive bias to apply (out parameter).
+bool excluded(Params P, int b, int h, int i, int j, inout float x) {
+  if ((P.flags & 1) != 0 && j > i) return true;
+  if ((P.flags & 2) != 0) {
+    const int mi = b * P.m_sb + h * P.m_sh + i * P.m_sl + j * P.m_ss;
+    if (P.mask_dtype == DT_BOOL) return uint(RefU8(tvk_elem_addr(P.mask, mi, 0)).v) == 0u;
+    x += load_f32(P.mask, P.mask_dtype, mi);
+  }
+  return false;
+}
+
+#if PROBS
+void main() {
+  Params P = Params(pc.params);
+  const int L = P.L, S = P.S;
+  const uint total = uint(P.batch) * uint(P.heads) * uint(L) * uint(S);
+  const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint idx = gl_GlobalInvocationID.x; idx < total; idx += step) {
+    const int j = int(idx % uint(S));
+    const uint r = idx / uint(S);
+    const int i = int(r % uint(L));
+    const int bh = int(r / uint(L));
+    const int b = bh / P.heads, h = bh % P.heads;
+    float x = RefF32(tvk_elem_addr(P.o, int(idx), 2)).v * P.scale;
+    const float lse = RefF32(tvk_elem_addr(P.lse, int(r), 2)).v;
+    const bool zero = excluded(P, b, h, i, j, x) || lse == NEG_INF;
+    RefF32(tvk_elem_addr(P.o, int(idx), 2)).v = zero ? 0.0 : tvk_exp(x - lse);
+  }
+}
+#else
+shared float Ks[BC][DMAX];
+shared float Vs[BC][DMAX];
+shared float Sp[BR][TPR][BC];
+
+void main() {
+  Params P = Params(pc.params);
+  const uint lid = gl_LocalInvocationID.x;
+  const int row = int(lid) / TPR;
+  const int lane = int(lid) % TPR;
+  const int bh = int(gl_WorkGroupID.y);
+  const int b = bh / P.heads, h = bh % P.heads, hk = h / P.group;
+  const int i = int(gl_WorkGroupID.x) * BR + row;
+  const bool valid = i < P.L;
+  const int E = P.E, Ev = P.Ev, S = P.S, dt = P.dtype;
+  const bool causal = (P.flags & 1) != 0;
+
+  float qr[SLICE];
+  float acc[SLICE];
+  const int q_base = b * P.q_sb + h * P.q_sh + i * P.q_sl;
+  for (int c = 0; c < SLICE; ++c) {
+    const int d = c * TPR + lane;
+    qr[c] = (valid && d < E) ? load_f32(P.q, dt, q_base + d) * P.scale : 0.0;
+    acc[c] = 0.0;
+  }
+  float m = NEG_INF, l = 0.0;
+
+  const int k_base = b * P.k_sb + hk * P.k_sh;
+  const int v_base = b * P.v_sb + hk * P.v_sh;
+  // Keys beyond the last row of this tile are all masked under is_causal.
+  int kv_end = S;
+  if (causal) kv_end = min(S, int(gl_WorkGroupID.x) * BR + BR);
+
+  for (int j0 = 0; j0 < kv_end; j0 += BC) {
+    barrier();  // the previous tile is no longer read
+    for (int idx = int(lid); idx < BC * E; idx += BR * TPR) {
+      const int r = idx / E, d = idx - r * E;
+      Ks[r][d] = j0 + r < S ? load_f32(P.k, dt, k_base + (j0 + r) * P.k_sl + d) : 0.0;
+    }
+    for (int idx = int(lid); idx < BC * Ev; idx += BR * TPR) {
+      const int r = idx / Ev, d = idx - r * Ev;
+      Vs[r][d] = j0 + r < S ? load_f32(P.v, dt, v_base + (j0 + r) * P.v_sl + d) : 0.0;
+    }
+    barrier();
+    for (int jj = 0; jj < BC; ++jj) {
+      float part = 0.0;
+      for (int c = 0; c < SLICE; ++c) {
+        const int d = c * TPR + lane;
+        if (d < E) part += qr[c] * Ks[jj][d];
+      }
+      Sp[row][lane][jj] = part;
+    }
+    barrier();
+    float s[BC];
+    float tile_max = NEG_INF;
+    for (int jj = 0; jj < BC; ++jj) {
+      float x = 0.0;
+      for (int t = 0; t < TPR; ++t) x += Sp[row][t][jj];
+      const int j = j0 + jj;
+      if (!valid || j >= S || excluded(P, b, h, i, j, x)) x = NEG_INF;
+      s[jj] = x;
+      tile_max = max(tile_max, x);
+    }
+    const float m_new = max(m, tile_max);
+    // While no key has been allowed, (m, l, acc) stay (-inf, 0, 0).
+    if (m_new != NEG_INF) {
+      const float corr = tvk_exp(m - m_new);  // 0 when m was -inf
+      l *= corr;
+      for (int c = 0; c < SLICE; ++c) acc[c] *= corr;
+      for (int jj = 0; jj < BC; ++jj) {
+        const float p = tvk_exp(s[jj] - m_new);
+        l += p;
+        for (int c = 0; c < SLICE; ++c) {
+          const int d = c * TPR + lane;
+          if (d < Ev) acc[c] += p * Vs[jj][d];
+        }
+      }
+      m = m_new;
+    }
+  }
+
+  if (!valid) return;
+  const float inv = l > 0.0 ? 1.0 / l : 0.0;
+  const int o_base = b * P.o_sb + h * P.o_sh + i * P.o_sl;
+  for (int c = 0; c < SLICE; ++c) {
+    const int d = c * TPR + lane;
+    if (d < Ev) store_f32(P.o, dt, o_base + d, acc[c] * inv);
+  }
+  if (lane == 0) store_f32(P.lse, DT_FLOAT32, bh * P.L + i, l > 0.0 ? m + tvk_log(l) : NEG_INF);
+}
+#endif

@@ -1,0 +1,302 @@
+// Native scaled_dot_product_attention for vk.
+//
+// torch.nn.functional.scaled_dot_product_attention asks _fused_sdp_choice_stub (registered
+// here for PrivateUse1) which backend to use:
+//   * overrideable -> _scaled_dot_product_fused_attention_overrideable: the fused forward kernel
+//     (src/kernels/attention.h) writes the output and the row logsumexp in one pass; its
+//     backward recomputes the probabilities from the saved logsumexp with native matmul and
+//     element-wise ops (fp32 math for float16 / bfloat16).
+//   * math -> PyTorch's composite math path (matmul, softmax, ...: all native on vk) for what
+//     the kernel does not cover: dropout, float64, head dims above 128, nested tensors,
+//     masks that do not broadcast to [batch, heads, L, S], mismatched batch dims, ...
+#include <ATen/ATen.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/SDPBackend.h>
+#include <ATen/native/DispatchStub.h>
+#include <ATen/native/transformers/attention.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "aten/vk_common.h"
+#include "kernels/attention.h"
+
+namespace tvk::aten {
+namespace {
+
+bool is_kernel_dtype(at::ScalarType t) {
+  return t == at::kFloat || t == at::kHalf || t == at::kBFloat16;
+}
+
+// The mask as the kernel reads it: broadcast to [B, H, L, S] (3-D inputs: [H, L, S] with a
+// leading 1) and of dtype bool or q's dtype. Nullopt when it cannot be.
+std::optional<at::Tensor> kernel_mask(const at::Tensor& mask, const at::Tensor& q,
+                                      const at::Tensor& k) {
+  const int64_t L = q.size(-2), S = k.size(-2);
+  std::vector<int64_t> shape = q.sizes().vec();
+  shape.back() = S;  // [..., L, S]
+  (void)L;
+  if (mask.dim() > static_cast<int64_t>(shape.size())) return std::nullopt;
+  if (!at::is_expandable_to(mask.sizes(), shape)) return std::nullopt;
+  at::Tensor m = mask.expand(shape);
+  if (m.dim() == 3) m = m.unsqueeze(0);
+  return m;
+}
+
+// Whether the fused kernel takes these inputs (everything else goes to the math path).
+bool fused_supports(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                    const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
+                    bool enable_gqa) {
+  if (q.is_nested() || k.is_nested() || v.is_nested()) return false;
+  if (dropout_p > 0.0) return false;
+  if (q.dim() != k.dim() || q.dim() != v.dim() || (q.dim() != 3 && q.dim() != 4)) return false;
+  for (const at::Tensor* t : {&q, &k, &v})
+    if (t->device() != q.device() || t->layout() != at::kStrided) return false;
+  if (!is_kernel_dtype(q.scalar_type()) || k.scalar_type() != q.scalar_type() ||
+      v.scalar_type() != q.scalar_type())
+    return false;
+  const int64_t E = q.size(-1), Ev = v.size(-1);
+  if (k.size(-1) != E || E < 1 || Ev < 1 || E > kernels::kAttentionMaxHeadDim ||
+      Ev > kernels::kAttentionMaxHeadDim)
+    return false;
+  if (k.size(-2) != v.size(-2)) return false;
+  if (q.dim() == 4 && (k.size(0) != q.size(0) || v.size(0) != q.size(0))) return false;
+  const int64_t H = q.size(-3), Hk = k.size(-3);
+  if (v.size(-3) != Hk) return false;
+  if (Hk != H && !(enable_gqa && Hk > 0 && H % Hk == 0)) return false;
+  const int64_t B = q.dim() == 4 ? q.size(0) : 1;
+  if (B * H > 65535 || (q.size(-2) + 15) / 16 > 65535) return false;
+  if (mask.has_value() && mask->defined()) {
+    if (is_causal) return false;  // the math path raises the error
+    if (mask->device() != q.device()) return false;
+    if (mask->scalar_type() != at::kBool && mask->scalar_type() != q.scalar_type()) return false;
+    if (!kernel_mask(*mask, q, k)) return false;
+  }
+  return true;
+}
+
+int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                         const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
+                         std::optional<double> scale, bool enable_gqa) {
+  if (at::globalContext().userEnabledOverrideableSDP() &&
+      fused_supports(q, k, v, mask, dropout_p, is_causal, enable_gqa))
+    return static_cast<int64_t>(at::SDPBackend::overrideable);
+  TORCH_CHECK(at::globalContext().userEnabledMathSDP(),
+              "No available kernel for scaled_dot_product_attention on vk: the fused kernel does "
+              "not support these inputs and the math backend is disabled");
+  return static_cast<int64_t>(at::SDPBackend::math);
+}
+
+// The head dim must be contiguous for the kernel.
+at::Tensor head_dim_contiguous(const at::Tensor& t) {
+  return (t.size(-1) <= 1 || t.stride(-1) == 1) ? t : t.contiguous();
+}
+
+// The output laid out like the query (as the op's meta function does): same strides when the
+// shapes match, else the query's dim order (by decreasing stride) with dense strides.
+at::Tensor output_like(const at::Tensor& query, const std::vector<int64_t>& shape) {
+  if (query.sizes().vec() == shape) return at::empty_like(query);
+  if (query.dim() != 4) return at::empty(shape, query.options());
+  std::vector<int64_t> order = {0, 1, 2, 3};
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return query.stride(a) > query.stride(b); });
+  std::vector<int64_t> strides(4);
+  int64_t stride = 1;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    strides[*it] = stride;
+    stride *= shape[*it];
+  }
+  return at::empty_strided(shape, strides, query.options());
+}
+
+kernels::AttentionStrides strides_of(const at::Tensor& t4) {
+  return {t4.stride(0), t4.stride(1), t4.stride(2)};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor,
+           at::Tensor, at::Tensor>
+fused_attention_forward(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                        const std::optional<at::Tensor>& attn_bias, double dropout_p,
+                        bool is_causal, bool return_debug_mask, std::optional<double> scale) {
+  const char* op = "_scaled_dot_product_fused_attention_overrideable";
+  TORCH_CHECK(query.dim() == 3 || query.dim() == 4, op, ": query must be 3-D or 4-D, got ",
+              query.dim(), "-D");
+  TORCH_CHECK(key.dim() == query.dim() && value.dim() == query.dim(), op,
+              ": query, key and value must have the same number of dims");
+  TORCH_CHECK(dropout_p == 0.0, op, ": dropout is not supported by the fused vk kernel");
+  TORCH_CHECK(!return_debug_mask, op, ": return_debug_mask is not supported");
+  TORCH_CHECK(is_kernel_dtype(query.scalar_type()) && key.scalar_type() == query.scalar_type() &&
+                  value.scalar_type() == query.scalar_type(),
+              op, ": query, key and value must share a dtype among float32, float16 and bfloat16");
+  TORCH_CHECK(key.size(-1) == query.size(-1), op, ": query and key head dims differ");
+  TORCH_CHECK(key.size(-2) == value.size(-2), op, ": key and value sequence lengths differ");
+  TORCH_CHECK(key.size(-3) == value.size(-3), op, ": key and value head counts differ");
+  const at::Tensor q4 = head_dim_contiguous(query.dim() == 3 ? query.unsqueeze(0) : query);
+  const at::Tensor k4 = head_dim_contiguous(key.dim() == 3 ? key.unsqueeze(0) : key);
+  const at::Tensor v4 = head_dim_contiguous(value.dim() == 3 ? value.unsqueeze(0) : value);
+  const int64_t B = q4.size(0), H = q4.size(1), L = q4.size(2), E = q4.size(3);
+  const int64_t Hk = k4.size(1), S = k4.size(2), Ev = v4.size(3);
+  TORCH_CHECK(k4.size(0) == B && v4.size(0) == B, op, ": batch sizes differ");
+  TORCH_CHECK(Hk > 0 ? H % Hk == 0 : H == 0, op, ": query heads (", H,
+              ") must be a multiple of key / value heads (", Hk, ")");
+
+  std::vector<int64_t> out_shape = query.sizes().vec();
+  out_shape.back() = Ev;
+  const at::Tensor out = output_like(query, out_shape);
+  at::Tensor lse = at::empty({B, H, L}, query.options().dtype(at::kFloat));
+  // The kernel writes rows with a unit stride along the head dim.
+  const bool direct = out.stride(-1) == 1 || Ev == 1;
+  const at::Tensor target = direct ? out : at::empty(out_shape, query.options());
+  const at::Tensor out4 = target.dim() == 3 ? target.unsqueeze(0) : target;
+
+  kernels::AttentionForward p;
+  p.batch = B;
+  p.heads = H;
+  p.group = Hk > 0 ? H / Hk : 1;
+  p.L = L;
+  p.S = S;
+  p.E = E;
+  p.Ev = Ev;
+  p.scale = static_cast<float>(scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(E)));
+  p.causal = is_causal;
+  at::Tensor mask;
+  if (attn_bias.has_value() && attn_bias->defined()) {
+    at::Tensor bias = *attn_bias;
+    if (bias.scalar_type() != at::kBool && bias.scalar_type() != query.scalar_type())
+      bias = bias.to(query.scalar_type());
+    std::optional<at::Tensor> m = kernel_mask(bias, query, key);
+    TORCH_CHECK(m.has_value(), op, ": attn_bias of shape ", attn_bias->sizes(),
+                " does not broadcast to the attention scores");
+    mask = *m;
+    p.mask = operand(mask, op);
+    for (int d = 0; d < 4; ++d) p.mask_strides[d] = mask.size(d) == 1 ? 0 : mask.stride(d);
+  }
+  if (B * H * L > 0) {
+    p.q = operand(q4, op);
+    p.k = operand(k4, op);
+    p.v = operand(v4, op);
+    p.out = operand(out4, op);
+    p.lse = operand(lse, op);
+    p.q_strides = strides_of(q4);
+    p.k_strides = strides_of(k4);
+    p.v_strides = strides_of(v4);
+    p.out_strides = strides_of(out4);
+    const c10::DeviceGuard guard(query.device());
+    tvk::Stream& stream = current_stream(query.device().index());
+    translate_errors([&] { kernels::attention_forward(stream, p); });
+    if (!direct) out.copy_(target);
+  }
+  const auto seed_options = at::TensorOptions().dtype(at::kLong);
+  return {out,
+          lse,
+          at::Tensor(),
+          at::Tensor(),
+          c10::SymInt(L),
+          c10::SymInt(S),
+          at::empty({}, seed_options),
+          at::empty({}, seed_options),
+          at::empty({0}, query.options())};
+}
+
+// Backward by recomputation: the scores q k^T from a GEMM, turned in place into the
+// probabilities P = exp(scale * scores + bias - lse) by one kernel (masked entries and rows
+// without any allowed key give 0), then the softmax-attention gradients with native GEMMs and
+// element-wise ops, in fp32.
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backward(
+    const at::Tensor& grad_out, const at::Tensor& query, const at::Tensor& key,
+    const at::Tensor& value, const at::Tensor& attn_bias, std::array<bool, 4> grad_input_mask,
+    const at::Tensor& out, const at::Tensor& logsumexp, const at::Tensor& /*cum_seq_q*/,
+    const at::Tensor& /*cum_seq_k*/, int64_t /*max_q*/, int64_t /*max_k*/, double dropout_p,
+    bool is_causal, const at::Tensor& /*philox_seed*/, const at::Tensor& /*philox_offset*/,
+    std::optional<double> scale) {
+  const char* op = "_scaled_dot_product_fused_attention_overrideable_backward";
+  TORCH_CHECK(dropout_p == 0.0, op, ": dropout is not supported by the fused vk kernel");
+  TORCH_CHECK(query.dim() == 3 || query.dim() == 4, op, ": query must be 3-D or 4-D");
+  const bool three_d = query.dim() == 3;
+  auto as4 = [&](const at::Tensor& t) { return three_d ? t.unsqueeze(0) : t; };
+  // fp32 math for float16 / bfloat16 (float32 stays float32).
+  auto opmath = [](const at::Tensor& t) {
+    return t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble ? t : t.to(at::kFloat);
+  };
+  const at::Tensor q = opmath(as4(query)), k = opmath(as4(key)), v = opmath(as4(value));
+  const at::Tensor dO = opmath(as4(grad_out)), O = opmath(as4(out));
+  const int64_t B = q.size(0), H = q.size(1), L = q.size(2), E = q.size(3);
+  const int64_t Hk = k.size(1), S = k.size(2), Ev = v.size(3);
+  const int64_t G = Hk > 0 ? H / Hk : 1;
+  const double sc = scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(E));
+  auto expand_heads = [&](const at::Tensor& t) {
+    if (G == 1) return t;
+    return t.unsqueeze(2).expand({B, Hk, G, t.size(2), t.size(3)}).reshape({B, H, t.size(2), t.size(3)});
+  };
+  const at::Tensor ke = expand_heads(k), ve = expand_heads(v);
+
+  // P = exp(scale * q k^T + bias - lse) with the forward's exclusions, in place over the scores.
+  at::Tensor P = at::matmul(q.to(at::kFloat), ke.to(at::kFloat).transpose(-2, -1)).contiguous();
+  kernels::AttentionForward p;
+  p.batch = B;
+  p.heads = H;
+  p.L = L;
+  p.S = S;
+  p.scale = static_cast<float>(sc);
+  p.causal = is_causal;
+  p.q.dtype = kernels::DType::Float32;  // the dtype a float mask must have
+  at::Tensor mask;
+  if (attn_bias.defined()) {
+    at::Tensor bias = attn_bias.scalar_type() == at::kBool ? attn_bias : attn_bias.to(at::kFloat);
+    std::optional<at::Tensor> m = kernel_mask(bias, query, key);
+    TORCH_CHECK(m.has_value(), op, ": attn_bias of shape ", attn_bias.sizes(),
+                " does not broadcast to the attention scores");
+    mask = *m;
+    p.mask = operand(mask, op);
+    for (int d = 0; d < 4; ++d) p.mask_strides[d] = mask.size(d) == 1 ? 0 : mask.stride(d);
+  }
+  const at::Tensor lse = logsumexp.to(at::kFloat).contiguous();
+  p.lse = operand(lse, op);
+  {
+    const c10::DeviceGuard guard(query.device());
+    tvk::Stream& stream = current_stream(query.device().index());
+    if (P.numel() > 0)
+      translate_errors([&] { kernels::attention_probabilities(stream, p, operand(P, op)); });
+  }
+
+  at::Tensor dq, dk, dv, dbias;
+  const at::Tensor dv_e = at::matmul(P.transpose(-2, -1), dO);           // [B, H, S, Ev]
+  const at::Tensor dP = at::matmul(dO, ve.transpose(-2, -1));            // [B, H, L, S]
+  const at::Tensor Dr = (dO * O).sum(-1, /*keepdim=*/true);              // [B, H, L, 1]
+  const at::Tensor dS = P * (dP - Dr);                                   // d(scores)
+  auto reduce_heads = [&](const at::Tensor& t) {
+    if (G == 1) return t;
+    return t.reshape({B, Hk, G, t.size(2), t.size(3)}).sum(2);
+  };
+  auto finish = [&](at::Tensor t, const at::Tensor& like) {
+    if (three_d) t = t.squeeze(0);
+    return t.to(like.scalar_type());
+  };
+  if (grad_input_mask[0]) dq = finish(at::matmul(dS, ke).mul_(sc), query);
+  if (grad_input_mask[1])
+    dk = finish(reduce_heads(at::matmul(dS.transpose(-2, -1), q).mul_(sc)), key);
+  if (grad_input_mask[2]) dv = finish(reduce_heads(dv_e), value);
+  if (grad_input_mask[3] && attn_bias.defined() && at::isFloatingType(attn_bias.scalar_type())) {
+    at::Tensor g = three_d ? dS.squeeze(0) : dS;
+    dbias = at::sum_to(g, attn_bias.sizes()).to(attn_bias.scalar_type());
+  }
+  (void)Ev;
+  return {dq, dk, dv, dbias};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_fused_sdp_choice", TORCH_FN(fused_sdp_choice));
+  m.impl("_scaled_dot_product_fused_attention_overrideable", TORCH_FN(fused_attention_forward));
+  m.impl("_scaled_dot_product_fused_attention_overrideable_backward",
+         TORCH_FN(fused_attention_backward));
+}
+
+}  // namespace tvk::aten
+
+namespace at::native {
+REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &tvk::aten::fused_sdp_choice)
+}  // namespace at::native

@@ -1,0 +1,176 @@
+// Launcher of the fused attention forward kernel (shaders/attention.comp): one workgroup per
+// (batch * head, tile of 16 query rows), the parameters in an uploaded block (they exceed the
+// 128-byte push-constant budget).
+#include "kernels/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+#include "kernels/launch.h"
+#include "runtime/device.h"
+#include "runtime/pipeline.h"
+#include "runtime/stream.h"
+
+namespace tvk::kernels {
+namespace {
+
+constexpr const char* kWhere = "tvk::kernels::attention_forward";
+constexpr int64_t kRowsPerGroup = 16;  // BR in the shader
+constexpr uint32_t kWorkgroup = 64;    // BR * TPR
+
+// Mirrors `Params` in shaders/attention.comp (std430).
+struct AttentionParams {
+  uint64_t q, k, v, out, lse, mask;
+  int32_t q_sb, q_sh, q_sl;
+  int32_t k_sb, k_sh, k_sl;
+  int32_t v_sb, v_sh, v_sl;
+  int32_t o_sb, o_sh, o_sl;
+  int32_t m_sb, m_sh, m_sl, m_ss;
+  int32_t heads, group, L, S, E, Ev;
+  int32_t dtype, mask_dtype, flags;
+  float scale;
+  int32_t batch;
+  int32_t pad;
+};
+static_assert(sizeof(AttentionParams) == 160);
+
+void check_operand(const Operand& op, const char* what) {
+  check_dtype(kWhere, op.dtype, what);
+  if (op.address == 0) invalid(kWhere, std::string(what) + ": address is 0");
+  if (op.address % dtype_size(op.dtype) != 0)
+    invalid(kWhere, std::string(what) + ": address is not aligned to its element size");
+}
+
+bool is_float_storage(DType d) {
+  return d == DType::Float32 || d == DType::Float16 || d == DType::BFloat16;
+}
+
+// Largest |offset| reachable with these sizes and strides.
+int64_t span(std::initializer_list<std::pair<int64_t, int64_t>> size_stride) {
+  int64_t total = 0;
+  for (auto [size, stride] : size_stride) {
+    if (size <= 0) return 0;
+    const int64_t a = stride < 0 ? -stride : stride;
+    if (a > 0 && (size - 1) > (INT64_MAX / 4) / a) return INT64_MAX / 4;
+    total += (size - 1) * a;
+    if (total > INT64_MAX / 4) return INT64_MAX / 4;
+  }
+  return total;
+}
+
+int32_t narrow(int64_t v) { return static_cast<int32_t>(v); }
+
+void check_mask(const AttentionForward& p) {
+  if (p.mask.address == 0) return;
+  check_operand(p.mask, "mask");
+  if (p.mask.dtype != DType::Bool && p.mask.dtype != p.q.dtype)
+    invalid(kWhere, "the mask must be bool or of q's dtype");
+  if (span({{p.batch, p.mask_strides[0]}, {p.heads, p.mask_strides[1]}, {p.L, p.mask_strides[2]},
+            {p.S, p.mask_strides[3]}}) > kMaxIndex)
+    invalid(kWhere, "mask: offsets beyond the 32-bit index range");
+}
+
+void fill_common(AttentionParams& a, const AttentionForward& p) {
+  const bool has_mask = p.mask.address != 0;
+  a.lse = p.lse.address;
+  a.mask = has_mask ? p.mask.address : 0;
+  if (has_mask) {
+    a.m_sb = narrow(p.mask_strides[0]), a.m_sh = narrow(p.mask_strides[1]);
+    a.m_sl = narrow(p.mask_strides[2]), a.m_ss = narrow(p.mask_strides[3]);
+  }
+  a.batch = narrow(p.batch);
+  a.heads = narrow(p.heads);
+  a.group = narrow(p.group);
+  a.L = narrow(p.L);
+  a.S = narrow(p.S);
+  a.E = narrow(p.E);
+  a.Ev = narrow(p.Ev);
+  a.dtype = static_cast<int32_t>(p.q.dtype);
+  a.mask_dtype = static_cast<int32_t>(has_mask ? p.mask.dtype : DType::Bool);
+  a.flags = (p.causal ? 1 : 0) | (has_mask ? 2 : 0);
+  a.scale = p.scale;
+}
+
+}  // namespace
+
+void attention_forward(Stream& stream, const AttentionForward& p) {
+  if (p.batch < 0 || p.heads < 0 || p.L < 0 || p.S < 0) invalid(kWhere, "negative size");
+  if (p.E < 1 || p.Ev < 1 || p.E > kAttentionMaxHeadDim || p.Ev > kAttentionMaxHeadDim)
+    invalid(kWhere, "head dims must be in [1, " + std::to_string(kAttentionMaxHeadDim) + "]");
+  if (p.group < 1 || (p.heads > 0 && p.heads % p.group != 0))
+    invalid(kWhere, "heads must be a multiple of group");
+  if (p.batch == 0 || p.heads == 0 || p.L == 0) return;
+  check_operand(p.q, "query");
+  check_operand(p.k, "key");
+  check_operand(p.v, "value");
+  check_operand(p.out, "output");
+  check_operand(p.lse, "logsumexp");
+  if (!is_float_storage(p.q.dtype) || p.k.dtype != p.q.dtype || p.v.dtype != p.q.dtype ||
+      p.out.dtype != p.q.dtype)
+    invalid(kWhere, "q, k, v and out must share one of float16 / bfloat16 / float32");
+  if (p.lse.dtype != DType::Float32) invalid(kWhere, "logsumexp must be float32");
+  check_mask(p);
+  const int64_t kv_heads = p.heads / p.group;
+  const int64_t limit = kMaxIndex;
+  auto check_span = [&](int64_t s, const char* what) {
+    if (s > limit) invalid(kWhere, std::string(what) + ": offsets beyond the 32-bit index range");
+  };
+  check_span(span({{p.batch, p.q_strides.batch}, {p.heads, p.q_strides.head}, {p.L, p.q_strides.row}, {p.E, 1}}), "query");
+  check_span(span({{p.batch, p.k_strides.batch}, {kv_heads, p.k_strides.head}, {p.S, p.k_strides.row}, {p.E, 1}}), "key");
+  check_span(span({{p.batch, p.v_strides.batch}, {kv_heads, p.v_strides.head}, {p.S, p.v_strides.row}, {p.Ev, 1}}), "value");
+  check_span(span({{p.batch, p.out_strides.batch}, {p.heads, p.out_strides.head}, {p.L, p.out_strides.row}, {p.Ev, 1}}), "output");
+  check_span(p.batch * p.heads * p.L, "logsumexp");
+  if (p.batch * p.heads > 65535) invalid(kWhere, "batch * heads above 65535");
+  const int64_t tiles = (p.L + kRowsPerGroup - 1) / kRowsPerGroup;
+
+  const int dmax = std::max(p.E, p.Ev) <= 64 ? 64 : 128;
+  const uint32_t shared_bytes = (2 * 16 * dmax + 16 * 4 * 16) * 4;
+  if (stream.device().caps().max_shared_memory_size < shared_bytes)
+    invalid(kWhere, "the device has too little shared memory (" + std::to_string(shared_bytes) +
+                        " bytes needed)");
+  const std::string name = "attention.forward.d" + std::to_string(dmax);
+  const ShaderBinary* shader = find_shader(name);
+  if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
+
+  AttentionParams a{};
+  a.q = p.q.address;
+  a.k = p.k.address;
+  a.v = p.v.address;
+  a.out = p.out.address;
+  fill_common(a, p);
+  a.q_sb = narrow(p.q_strides.batch), a.q_sh = narrow(p.q_strides.head), a.q_sl = narrow(p.q_strides.row);
+  a.k_sb = narrow(p.k_strides.batch), a.k_sh = narrow(p.k_strides.head), a.k_sl = narrow(p.k_strides.row);
+  a.v_sb = narrow(p.v_strides.batch), a.v_sh = narrow(p.v_strides.head), a.v_sl = narrow(p.v_strides.row);
+  a.o_sb = narrow(p.out_strides.batch), a.o_sh = narrow(p.out_strides.head), a.o_sl = narrow(p.out_strides.row);
+  const uint64_t params = stream.upload_params(&a, sizeof a);
+  VkPipeline pipeline = stream.device().pipelines().get(*shader, kWorkgroup);
+  if (tiles > 65535) invalid(kWhere, "more than 65535 query tiles");
+  stream.dispatch(pipeline, static_cast<uint32_t>(tiles), static_cast<uint32_t>(p.batch * p.heads),
+                  1, &params, sizeof params);
+}
+
+void attention_probabilities(Stream& stream, const AttentionForward& p, Operand scores) {
+  constexpr const char* where = "tvk::kernels::attention_probabilities";
+  if (p.batch < 0 || p.heads < 0 || p.L < 0 || p.S < 0) invalid(where, "negative size");
+  const int64_t total = p.batch * p.heads * p.L * p.S;
+  if (total == 0) return;
+  if (total > kMaxIndex) invalid(where, "more elements than the kernel's 32-bit index range");
+  check_operand(scores, "scores");
+  check_operand(p.lse, "logsumexp");
+  if (scores.dtype != DType::Float32 || p.lse.dtype != DType::Float32)
+    invalid(where, "scores and logsumexp must be float32");
+  check_mask(p);
+  const ShaderBinary* shader = find_shader("attention.probs");
+  if (!shader) invalid(where, "no shader variant 'attention.probs' (stale build?)");
+  AttentionParams a{};
+  a.out = scores.address;
+  fill_common(a, p);
+  const uint64_t params = stream.upload_params(&a, sizeof a);
+  VkPipeline pipeline = stream.device().pipelines().get(*shader, 256);
+  stream.dispatch(pipeline, group_count(stream, total, 256), 1, 1, &params, sizeof params);
+}
+
+}  // namespace tvk::kernels

@@ -1,0 +1,52 @@
+// L2: fused scaled-dot-product attention forward (shaders/attention.comp). No torch headers.
+//
+// Shapes: q [batch, heads, L, E], k [batch, heads / group, S, E], v [batch, heads / group, S,
+// Ev], out [batch, heads, L, Ev] (q's dtype), lse [batch, heads, L] float32 contiguous. Strides
+// are element strides of the batch, head and row dims; the head dim itself must be contiguous.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/kernels.h"
+
+namespace tvk {
+class Stream;
+}
+
+namespace tvk::kernels {
+
+struct AttentionStrides {
+  int64_t batch = 0, head = 0, row = 0;
+};
+
+struct AttentionForward {
+  int64_t batch = 0, heads = 0, group = 1;  // group: q heads per k / v head (GQA)
+  int64_t L = 0, S = 0, E = 0, Ev = 0;
+  float scale = 1.0f;                        // applied to q . k
+  bool causal = false;                       // key j > query i is excluded (top-left aligned)
+  // q, k, v and out: float16, bfloat16 or float32, all the same dtype.
+  Operand q, k, v, out, lse;
+  AttentionStrides q_strides, k_strides, v_strides, out_strides;
+  // Optional mask (address 0: none), broadcast to [batch, heads, L, S] by its strides (0 for
+  // broadcast dims): Bool (false excludes the key) or the dtype of q (added to the scores).
+  Operand mask{0, DType::Bool};
+  int64_t mask_strides[4] = {0, 0, 0, 0};
+};
+
+// Largest head dim (E or Ev) the kernel supports.
+constexpr int64_t kAttentionMaxHeadDim = 128;
+
+// Records the forward pass. Empty batch / heads / L record nothing; S == 0 gives out = 0 and
+// lse = -inf. Throws std::invalid_argument for unsupported dtypes, head dims above
+// kAttentionMaxHeadDim or below 1, heads not a multiple of group, null or misaligned addresses,
+// element offsets beyond the 32-bit index range, or a device with too little shared memory.
+void attention_forward(Stream& stream, const AttentionForward& problem);
+
+// The backward's recomputation, in place on `scores` (float32, contiguous [batch, heads, L, S],
+// holding q . k^T): p = exp(scale * scores + bias - lse) with the exclusions of the forward
+// pass (causal, boolean mask) and of rows whose lse is -inf giving 0. Uses batch, heads, L, S,
+// scale, causal, mask / mask_strides and lse (float32 [batch, heads, L]) of `problem`; q's
+// dtype only for a float mask's dtype.
+void attention_probabilities(Stream& stream, const AttentionForward& problem, Operand scores);
+
+}  // namespace tvk::kernels

@@ -1,0 +1,209 @@
+"""scaled_dot_product_attention on vk against PyTorch's CPU: the fused kernel (plain, causal,
+boolean / additive / broadcast masks, custom scale, grouped-query attention, odd sequence
+lengths, head dims 16..128, float32 / float16 / bfloat16, empty batch / heads), its backward,
+the backend choice, and the explicit matmul + masked_fill + softmax formulation."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+import torch_vk  # noqa: F401
+from helpers import make
+
+pytestmark = pytest.mark.usefixtures("strict_native")
+
+VK = torch.device("vk")
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+# Forward: fp32 math on the device, one rounding of the output; the reference is computed in
+# float32 on the CPU from the same (rounded) inputs and rounded once too.
+FWD_TOL = {torch.float32: dict(atol=2e-5, rtol=2e-5), torch.float16: dict(atol=2e-3, rtol=2e-3),
+           torch.bfloat16: dict(atol=1.6e-2, rtol=1.6e-2)}
+# Backward: the saved output is rounded to the storage dtype before it enters the gradient
+# (as on every fused backend), which dominates for float16 / bfloat16.
+BWD_TOL = {torch.float32: dict(atol=5e-5, rtol=5e-5), torch.float16: dict(atol=1e-2, rtol=1e-2),
+           torch.bfloat16: dict(atol=6e-2, rtol=6e-2)}
+
+
+def reference_sdpa(q, k, v, **kw):
+    """PyTorch CPU SDPA in float32 math on the same values."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    with sdpa_kernel(SDPBackend.MATH):
+        return F.scaled_dot_product_attention(q, k, v, **kw)
+
+
+def run_both(shapes, dtype, mask=None, backward=True, **kw):
+    """Runs SDPA (forward + backward of a weighted sum) on CPU (float32) and vk (dtype)."""
+    (qs, ks, vs) = shapes
+    q, k, v = (make(s, dtype, low=-1, high=1, seed=i) for i, s in enumerate((qs, ks, vs)))
+    out_shape = qs[:-1] + (vs[-1],)
+    w = make(out_shape, torch.float32, seed=7)
+    mask_requires_grad = mask is not None and mask.dtype != torch.bool and backward
+
+    def run(device, cast):
+        ins = [t.detach().to(device=device, dtype=cast).requires_grad_(backward) for t in (q, k, v)]
+        m = None
+        if mask is not None:
+            m = mask.detach().to(device)
+            if m.dtype != torch.bool:
+                m = m.to(cast).requires_grad_(mask_requires_grad)
+        fn = reference_sdpa if device == "cpu" else F.scaled_dot_product_attention
+        out = fn(*ins, attn_mask=m, **kw)
+        grads = []
+        if backward:
+            (out.float() * w.to(device)).sum().backward()
+            grads = [t.grad for t in ins] + ([m.grad] if mask_requires_grad else [])
+        return out, grads
+
+    out_e, grads_e = run("cpu", torch.float32)
+    out_a, grads_a = run(VK, dtype)
+    assert out_a.device.type == "vk" and out_a.dtype == dtype and out_a.shape == out_e.shape
+    assert_close(out_a.cpu().float(), out_e.to(dtype).float(), **FWD_TOL[dtype])
+    for a, e in zip(grads_a, grads_e):
+        assert a.dtype == dtype and a.shape == e.shape
+        assert_close(a.cpu().float(), e.to(dtype).float(), **BWD_TOL[dtype])
+
+
+def bhld(b, h, l, d):
+    return (b, h, l, d)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", ["plain", "causal", "causal_long_q", "bool_mask", "float_mask",
+                                  "broadcast_bool", "broadcast_float", "scale"])
+def test_forward_backward(case, dtype):
+    B, H, L, S, E = 2, 3, 13, 19, 16
+    kw, mask = {}, None
+    if case == "causal":
+        kw["is_causal"] = True
+    elif case == "causal_long_q":
+        kw["is_causal"] = True
+        L, S = 21, 9
+    elif case == "bool_mask":
+        mask = torch.rand(B, H, L, S, generator=torch.Generator().manual_seed(3)) > 0.3
+        mask[..., 0] = True  # every row keeps a key
+    elif case == "float_mask":
+        mask = make((B, H, L, S), torch.float32, low=-2, high=2, seed=4)
+    elif case == "broadcast_bool":
+        mask = torch.ones(L, S, dtype=torch.bool).tril(diagonal=4)
+    elif case == "broadcast_float":
+        mask = make((1, H, 1, S), torch.float32, low=-1, high=1, seed=5)
+    elif case == "scale":
+        kw["scale"] = 0.37
+    run_both((bhld(B, H, L, E), bhld(B, H, S, E), bhld(B, H, S, E)), dtype, mask=mask, **kw)
+
+
+@pytest.mark.parametrize("dims", [(16, 16), (32, 24), (64, 64), (80, 128), (128, 128), (100, 40)])
+def test_head_dims(dims):
+    E, Ev = dims
+    run_both(((1, 2, 17, E), (1, 2, 35, E), (1, 2, 35, Ev)), torch.float32, is_causal=E == 64)
+
+
+def test_longer_sequences_cross_tiles():
+    # Several query tiles and key tiles, causal, with a half-precision dtype.
+    run_both(((1, 1, 70, 32), (1, 1, 70, 32), (1, 1, 70, 32)), torch.float16, is_causal=True)
+
+
+@pytest.mark.parametrize("shape", [(0, 2, 5, 16), (2, 0, 5, 16), (2, 2, 0, 16)])
+def test_empty(shape):
+    run_both((shape, shape[:2] + (7, 16), shape[:2] + (7, 16)), torch.float32)
+
+
+def test_empty_keys_gives_zeros():
+    run_both(((1, 2, 5, 16), (1, 2, 0, 16), (1, 2, 0, 16)), torch.float32, backward=False)
+
+
+def test_three_dim_inputs():
+    run_both(((3, 11, 16), (3, 9, 16), (3, 9, 8)), torch.float32,
+             mask=make((11, 9), torch.float32, seed=9))
+
+
+def test_grouped_query_attention():
+    run_both(((2, 4, 9, 16), (2, 2, 12, 16), (2, 2, 12, 16)), torch.float32, enable_gqa=True)
+
+
+def test_non_contiguous_inputs():
+    # [B, L, H, E] projections viewed as [B, H, L, E], as transformer blocks do.
+    B, L, H, E = 2, 10, 3, 16
+    base = [make((B, L, H, E), torch.float32, seed=i) for i in range(3)]
+    outs = {}
+    for device in ("cpu", VK):
+        q, k, v = (t.to(device).transpose(1, 2) for t in base)
+        fn = reference_sdpa if device == "cpu" else F.scaled_dot_product_attention
+        out = fn(q, k, v, is_causal=True)
+        if device == VK:  # laid out like the query, as the op's meta function says
+            assert out.stride() == q.stride()
+        outs[device] = out.cpu()
+    assert_close(outs[VK], outs["cpu"], **FWD_TOL[torch.float32])
+
+
+def test_fully_masked_row():
+    # A query row without any allowed key: the math path gives 0 (safe softmax), so must vk.
+    q, k, v = (make((1, 1, 4, 16), torch.float32, seed=i) for i in range(3))
+    mask = torch.ones(4, 4, dtype=torch.bool)
+    mask[2] = False
+    expected = reference_sdpa(q, k, v, attn_mask=mask)
+    actual = F.scaled_dot_product_attention(q.to(VK), k.to(VK), v.to(VK), attn_mask=mask.to(VK))
+    assert_close(actual.cpu(), expected, equal_nan=True, **FWD_TOL[torch.float32])
+
+
+def test_backend_choice():
+    q = torch.zeros(1, 2, 4, 16, device=VK)
+    fused = torch._C._SDPBackend.OVERRIDEABLE.value
+    math_ = torch._C._SDPBackend.MATH.value
+    assert torch._fused_sdp_choice(q, q, q) == fused
+    assert torch._fused_sdp_choice(q, q, q, is_causal=True) == fused
+    assert torch._fused_sdp_choice(q, q, q, dropout_p=0.5) == math_
+    assert torch._fused_sdp_choice(q.double(), q.double(), q.double()) == math_
+    big = torch.zeros(1, 2, 4, 256, device=VK)
+    assert torch._fused_sdp_choice(big, big, big) == math_
+
+
+def test_fused_op_outputs():
+    q, k, v = (make((2, 3, 7, 16), torch.float32, seed=i) for i in range(3))
+    res = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(
+        q.to(VK), k.to(VK), v.to(VK), is_causal=True)
+    out, lse = res[0], res[1]
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(16)
+    scores = scores.masked_fill(~torch.ones(7, 7, dtype=torch.bool).tril(), float("-inf"))
+    assert_close(lse.cpu(), torch.logsumexp(scores, -1), **FWD_TOL[torch.float32])
+    assert_close(out.cpu(), torch.softmax(scores, -1) @ v, **FWD_TOL[torch.float32])
+    assert res[4] == 7 and res[5] == 7
+
+
+def test_math_path_runs_natively():
+    # Inputs the fused kernel leaves to the math path (float64, head dim 256).
+    run_both(((1, 2, 5, 256), (1, 2, 6, 256), (1, 2, 6, 256)), torch.float32, is_causal=False)
+    q, k, v = (make((1, 2, 5, 8), torch.float64, seed=i) for i in range(3))
+    out = F.scaled_dot_product_attention(q.to(VK), k.to(VK), v.to(VK))
+    assert_close(out.cpu(), reference_sdpa(q, k, v))
+
+
+def test_bad_inputs_raise_like_cpu():
+    q = make((1, 2, 5, 16), torch.float32)
+    k = make((1, 2, 5, 8), torch.float32)
+    with pytest.raises(RuntimeError):
+        F.scaled_dot_product_attention(q, k, k)
+    with pytest.raises(RuntimeError):
+        F.scaled_dot_product_attention(q.to(VK), k.to(VK), k.to(VK))
+
+
+# masked_fill's native vk kernel is being added on another branch; until it lands that fallback
+# is the only blocker of this test (any other failure still fails it).
+@pytest.mark.xfail(raises=NotImplementedError, strict=False,
+                   reason="aten::masked_fill_ not native on vk yet")
+def test_explicit_attention_formulation():
+    # The hand-written attention of many models: matmul, masked_fill, softmax, matmul.
+    B, H, L, E = 2, 2, 9, 16
+    q, k, v = (make((B, H, L, E), torch.float32, seed=i) for i in range(3))
+    causal = torch.ones(L, L, dtype=torch.bool).tril()
+
+    def attention(q, k, v, keep):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(E)
+        scores = scores.masked_fill(~keep, float("-inf"))
+        return torch.softmax(scores, dim=-1) @ v
+
+    expected = attention(q, k, v, causal)
+    actual = attention(q.to(VK), k.to(VK), v.to(VK), causal.to(VK))
+    assert_close(actual.cpu(), expected, **FWD_TOL[torch.float32])
