@@ -27,7 +27,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cstring>
+#include <sstream>
 #include <limits>
 
 #include "aten/launch.h"
@@ -368,8 +370,78 @@ at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& i
 
 // ---------------------------------------------------------------- advanced indexing
 
+// PyTorch's AdvancedIndex (its constructor is not exported): `src` is self restrided so that
+// the indexed dims are replaced by the broadcast index shape (stride 0), `indices` are the
+// index tensors reshaped to broadcast against it, indexed_sizes / indexed_strides (elements)
+// describe the dims they index. Bool / uint8 masks become nonzero() coordinates (a count
+// read), non-adjacent indexed dims are moved to the front, as in make_info().
+struct AdvancedIndex {
+  at::Tensor src;
+  std::vector<at::Tensor> indices;
+  std::vector<int64_t> indexed_sizes;
+  std::vector<int64_t> indexed_strides;
+};
+
+AdvancedIndex make_advanced_index(at::Tensor self, const c10::List<std::optional<at::Tensor>>& orig) {
+  at::native::checkIndexTensorTypes(orig, /*allow_int=*/true);
+  std::vector<at::Tensor> indices = at::native::expandTensors(self, orig, /*ensure_same_device=*/true);
+  try {
+    indices = at::expand_outplace(indices);
+  } catch (std::exception&) {
+    std::ostringstream shapes;
+    bool first = true;
+    for (const auto& t : indices) {
+      if (!t.defined()) continue;
+      shapes << (first ? "" : ", ") << t.sizes();
+      first = false;
+    }
+    TORCH_CHECK_INDEX(false, "shape mismatch: indexing tensors could not be broadcast together with shapes ",
+                      shapes.str());
+  }
+  while (indices.size() < static_cast<size_t>(self.dim())) indices.emplace_back();
+  if (!at::native::hasContiguousSubspace(indices))
+    std::tie(self, indices) = at::native::transposeToFront(self, indices);
+
+  AdvancedIndex info;
+  int64_t dims_before = 0, dims_after = 0, dims_indexed = 0;
+  at::IntArrayRef replacement_shape;
+  for (int64_t d = 0; d < static_cast<int64_t>(indices.size()); ++d) {
+    if (!indices[d].defined()) {
+      if (dims_indexed == 0) ++dims_before;
+      else ++dims_after;
+    } else {
+      ++dims_indexed;
+      replacement_shape = indices[d].sizes();
+      info.indexed_sizes.push_back(self.size(d));
+      info.indexed_strides.push_back(self.stride(d));
+    }
+  }
+  // An empty indexed dim can only be indexed by an empty index.
+  const bool empty_dim = std::find(info.indexed_sizes.begin(), info.indexed_sizes.end(), 0) !=
+                         info.indexed_sizes.end();
+  const bool empty_index = std::find(replacement_shape.begin(), replacement_shape.end(), 0) !=
+                           replacement_shape.end();
+  TORCH_CHECK_INDEX(!empty_dim || empty_index, "index is out of bounds for dimension with size 0");
+
+  std::vector<int64_t> shape(self.sizes().begin(), self.sizes().begin() + dims_before);
+  std::vector<int64_t> strides(self.strides().begin(), self.strides().begin() + dims_before);
+  shape.insert(shape.end(), replacement_shape.begin(), replacement_shape.end());
+  strides.insert(strides.end(), replacement_shape.size(), 0);
+  shape.insert(shape.end(), self.sizes().begin() + dims_before + dims_indexed, self.sizes().end());
+  strides.insert(strides.end(), self.strides().begin() + dims_before + dims_indexed, self.strides().end());
+  info.src = self.as_strided(shape, strides);
+  for (const at::Tensor& index : indices) {
+    if (!index.defined()) continue;
+    std::vector<int64_t> view(static_cast<size_t>(dims_before), 1);
+    view.insert(view.end(), index.sizes().begin(), index.sizes().end());
+    view.insert(view.end(), static_cast<size_t>(dims_after), 1);
+    info.indices.push_back(index.reshape(view));
+  }
+  return info;
+}
+
 // Fills the index tensors of `p` from an AdvancedIndex over the index space `shape`.
-void set_advanced_indices(IndexProblem& p, const at::native::AdvancedIndex& info,
+void set_advanced_indices(IndexProblem& p, const AdvancedIndex& info,
                           at::IntArrayRef shape, const char* name) {
   int k = 0;
   for (const at::Tensor& index : info.indices) {
@@ -394,7 +466,7 @@ at::Tensor& index_out(const at::Tensor& self, const c10::List<std::optional<at::
   TORCH_CHECK_INDEX(indices.size() <= static_cast<size_t>(self.dim()), "too many indices for tensor of dimension ",
                     self.dim(), " (got ", indices.size(), ")");
   vk_dtype(self.scalar_type(), "index");
-  const at::native::AdvancedIndex info = at::native::make_info(self, indices);
+  const AdvancedIndex info = make_advanced_index(self, indices);
   const at::IntArrayRef shape = info.src.sizes();
   TORCH_CHECK(out.scalar_type() == self.scalar_type(), "index_out: self (", self.scalar_type(),
               ") and result (", out.scalar_type(), ") must have the same scalar type");
@@ -434,7 +506,7 @@ at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::
   at::assert_no_overlap(self, v);
   for (const std::optional<at::Tensor> index : indices)
     if (index.has_value() && index->defined()) at::assert_no_overlap(self, *index);
-  const at::native::AdvancedIndex info = at::native::make_info(self, indices);
+  const AdvancedIndex info = make_advanced_index(self, indices);
   const at::IntArrayRef shape = info.src.sizes();
   TORCH_CHECK(at::is_expandable_to(v.sizes(), shape), "shape mismatch: value tensor of shape ",
               v.sizes(), " cannot be broadcast to indexing result of shape ", shape);
