@@ -253,23 +253,29 @@ void main() {
       move_element(p.dst_addr, dst_off, p.src_addr, k);
     }
 #else
-    // Resolve every index; any bad one skips the element.
+    // Resolve every index; any bad one skips the element (the first bad one is reported).
     int64_t extra = 0;
-    bool ok = true;
+    int bad = -1;
+    int64_t bad_value = 0;
     for (int k = 0; k < p.num_indices; ++k) {
       int ioff = 0;
       for (int d = 0; d < ndim; ++d) ioff += coords[d] * p.idx_strides[k * MAX_DIMS + d];
-      int64_t v = p.idx_dtype[k] == DT_INT32 ? int64_t(RefI32(tvk_elem_addr(p.idx_addr[k], ioff, 2)).v)
-                                             : RefI64(tvk_elem_addr(p.idx_addr[k], ioff, 3)).v;
+      const int64_t v = p.idx_dtype[k] == DT_INT32
+                            ? int64_t(RefI32(tvk_elem_addr(p.idx_addr[k], ioff, 2)).v)
+                            : RefI64(tvk_elem_addr(p.idx_addr[k], ioff, 3)).v;
       const int64_t size = int64_t(p.idx_size[k]);
-      const int64_t wrapped = (p.idx_wrap[k] != 0 && v < 0) ? v + size : v;
-      if (wrapped < 0 || wrapped >= size) {
-        tvk_report_index_error(pc.errors, p.error_code, v, size, p.idx_error_dim[k]);
-        ok = false;
-        break;
+      const int64_t wrapped = (p.idx_wrap[k] != 0 && v < 0l) ? v + size : v;
+      const bool in_range = wrapped >= 0l && wrapped < size;
+      if (!in_range && bad < 0) {
+        bad = k;
+        bad_value = v;
       }
-      extra += wrapped * int64_t(p.idx_stride[k]);
+      extra += in_range ? wrapped * int64_t(p.idx_stride[k]) : 0l;
     }
+    const bool ok = bad < 0;
+    if (!ok)
+      tvk_report_index_error(pc.errors, p.error_code, bad_value, int64_t(p.idx_size[bad]),
+                             p.idx_error_dim[bad]);
     if (p.gather != 0) src_off += int(extra);
     else dst_off += int(extra);
 #if MODE == 0

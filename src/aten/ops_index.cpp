@@ -659,6 +659,7 @@ at::Tensor& masked_fill_impl(at::Tensor& self, const at::Tensor& mask, const at:
   at::TensorIterator iter = at::TensorIteratorConfig()
                                 .set_check_mem_overlap(false)
                                 .check_all_same_dtype(false)
+                                .allow_cpu_scalars(true)
                                 .resize_outputs(false)
                                 .add_output(self)
                                 .add_const_input(*m)
@@ -839,7 +840,7 @@ at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& so
   TORCH_CHECK(self.scalar_type() == source.scalar_type(),
               "put_(): self and source expected to have the same dtype, but got self.dtype = ",
               self.scalar_type(), " and source.dtype = ", source.scalar_type());
-  TORCH_CHECK(source.numel() == index.numel(),
+  TORCH_CHECK_INDEX(source.numel() == index.numel(),
               "put_(): Expected source and index to have the same number of elements, but got source.numel() = ",
               source.numel(), ", index.numel() = ", index.numel());
   check_vk(index, self, "index", "put_()");
