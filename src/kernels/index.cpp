@@ -8,6 +8,7 @@
 #include "kernels/index.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -261,7 +262,14 @@ void compact(Stream& stream, const CompactProblem& pr) {
 }
 
 IndexTuning& index_tuning() {
-  static IndexTuning t;
+  static IndexTuning t = [] {
+    IndexTuning d;
+    // TORCH_VK_DISABLE_FLOAT_ATOMICS=1: float32 accumulation uses the portable
+    // compare-and-swap loop even where the device has atomicAdd(float).
+    const char* v = std::getenv("TORCH_VK_DISABLE_FLOAT_ATOMICS");
+    if (v && *v && std::string(v) != "0") d.float_atomics = false;
+    return d;
+  }();
   return t;
 }
 

@@ -106,7 +106,8 @@ void compact(Stream& stream, const CompactProblem& problem);
 namespace tvk::kernels {
 // Knobs for tests (defaults are the production choices). Not synchronized.
 struct IndexTuning {
-  bool float_atomics = true;  // use atomicAdd(float) where the device has it
+  // Use atomicAdd(float) where the device has it (TORCH_VK_DISABLE_FLOAT_ATOMICS=1: off).
+  bool float_atomics = true;
 };
 IndexTuning& index_tuning();
 }  // namespace tvk::kernels

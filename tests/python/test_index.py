@@ -545,3 +545,53 @@ def test_one_hot_out_of_range():
     torch.nn.functional.one_hot(torch.tensor([0, 7], device="vk"), 5)
     with pytest.raises(RuntimeError, match="index 7 is out of bounds for dimension 1 with size 5"):
         sync()
+
+
+# ---------------------------------------------------------------- execution model
+
+def test_no_host_wait_except_count_reads():
+    x = make((6, 5), torch.float32).to("vk")
+    idx = rand_index((4, 5), 6, seed=14).to("vk")
+    src = make((4, 5), torch.float32, seed=15).to("vk")
+    m = (x > 0)
+    masked_source = make((30,), torch.float32, seed=16).to("vk")
+    sync()
+    waits = torch_vk.stats()["host_waits"]
+    torch.gather(x, 0, idx)
+    x.clone().scatter_add_(0, idx, src)
+    x.clone().scatter_reduce_(0, idx, src, "mean", include_self=False)
+    x.index_select(1, idx[0])
+    x[idx[:, 0], idx[0, :4]]
+    x.clone().index_put_((idx[:, 0],), src[:, :1], accumulate=True)
+    x.clone().masked_fill_(m, 1.0)
+    x.clone().masked_fill_(m, x[0, 0])
+    x.clone().masked_scatter_(m, masked_source)
+    torch.take(x, idx)
+    x.clone().index_fill_(0, idx[:, 0], x[1, 1])
+    assert torch_vk.stats()["host_waits"] == waits
+    torch.nonzero(x)  # reads the count back
+    assert torch_vk.stats()["host_waits"] > waits
+
+
+def test_portable_float_accumulation_path():
+    """float32 accumulation without atomicAdd(float): the compare-and-swap loop."""
+    import os
+    import subprocess
+    import sys
+    script = r"""
+import torch, torch_vk
+from torch.testing import assert_close
+torch_vk.set_fallback_mode("error")
+g = torch.Generator().manual_seed(0)
+x = torch.randn(5, 7, generator=g)
+idx = torch.randint(0, 5, (9, 7), generator=g)
+src = torch.randn(9, 7, generator=g)
+assert_close(x.to("vk").scatter_add(0, idx.to("vk"), src.to("vk")).cpu(), x.scatter_add(0, idx, src))
+assert_close(x.to("vk").index_put_((idx[:, 0].to("vk"),), src.to("vk")[:, :1], accumulate=True).cpu(),
+             x.clone().index_put_((idx[:, 0],), src[:, :1], accumulate=True))
+print("ok")
+"""
+    env = dict(os.environ, TORCH_VK_DISABLE_FLOAT_ATOMICS="1")
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                         timeout=240)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-2000:]
