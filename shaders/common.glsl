@@ -278,4 +278,44 @@ void store_f64(uint64_t base, int dt, int i, double v) {
 #endif
 #endif
 
+// ---- device-side errors (runtime/error.h: DeviceErrorCode, DeviceErrorRecord) ----
+// A kernel that finds a bad argument in device memory (e.g. an index out of range) skips the
+// access and calls tvk_report_index_error(addr, code, index, size[, dim]) with `addr` the
+// stream's error record (Stream::device_error_address(), passed in push constants; 0: do not
+// report). The first report wins; the host throws it at its next wait on the stream. The
+// record is read only after the state is 2, so the fields need no atomics of their own.
+#define TVK_ERR_INDEX_OUT_OF_BOUNDS 1u
+#define TVK_ERR_SCATTER_GATHER_OUT_OF_BOUNDS 2u
+#define TVK_ERR_INDEX_OUT_OF_RANGE_IN_SELF 3u
+#define TVK_ERR_INDEX_COPY_OUT_OF_BOUNDS 4u
+#define TVK_ERR_TAKE_OUT_OF_RANGE 5u
+#define TVK_ERR_MASKED_SCATTER_SOURCE_TOO_SMALL 6u
+#define TVK_ERR_TARGET_OUT_OF_BOUNDS 7u
+
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer TvkErrorRecord {
+  uint state;  // 0 empty, 1 being written, 2 complete
+  uint code;
+  int dim;
+  uint reserved;
+  int64_t index;
+  int64_t size;
+};
+
+void tvk_report_index_error(uint64_t addr, uint code, int64_t index, int64_t size, int dim) {
+  if (addr == 0ul) return;
+  TvkErrorRecord r = TvkErrorRecord(addr);
+  if (r.state != 0u) return;  // already claimed: keep the first error, avoid contention
+  if (atomicCompSwap(r.state, 0u, 1u) != 0u) return;
+  r.code = code;
+  r.dim = dim;
+  r.index = index;
+  r.size = size;
+  memoryBarrierBuffer();
+  atomicExchange(r.state, 2u);
+}
+
+void tvk_report_index_error(uint64_t addr, uint code, int64_t index, int64_t size) {
+  tvk_report_index_error(addr, code, index, size, 0);
+}
+
 #endif  // TVK_COMMON_GLSL

@@ -36,8 +36,10 @@ bool is_supported_dtype(at::ScalarType type, c10::DeviceIndex index);
 // Address of element 0 of `t` (storage offset applied) and its dtype.
 kernels::Operand operand(const at::Tensor& t, const char* op);
 
-// Runs `fn`, turning tvk::OutOfMemoryError into c10::OutOfMemoryError (torch.OutOfMemoryError)
-// and tvk::DeviceUnavailableError into a c10::Error; other exceptions pass through.
+// Runs `fn`, turning tvk::OutOfMemoryError into c10::OutOfMemoryError (torch.OutOfMemoryError),
+// tvk::DeviceUnavailableError into a c10::Error, and the device-side errors reported at a
+// host wait (runtime/error.h) into c10::IndexError (tvk::IndexError) or c10::Error
+// (tvk::DeviceAssertError); other exceptions pass through.
 template <typename Fn>
 decltype(auto) translate_errors(Fn&& fn);
 

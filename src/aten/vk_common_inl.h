@@ -15,6 +15,10 @@ decltype(auto) translate_errors(Fn&& fn) {
     TORCH_CHECK_WITH(OutOfMemoryError, false, e.what());
   } catch (const tvk::DeviceUnavailableError& e) {
     TORCH_CHECK(false, e.what());
+  } catch (const tvk::IndexError& e) {
+    TORCH_CHECK_INDEX(false, e.what());
+  } catch (const tvk::DeviceAssertError& e) {
+    TORCH_CHECK(false, e.what());
   }
 }
 

@@ -34,6 +34,64 @@ class DeviceUnavailableError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// ---- device-side errors ----
+// Kernels cannot throw. A kernel that finds a bad argument in device memory (an index out of
+// range, a class target out of range, a source too small) skips the access and records one
+// error in its stream's error record (Stream::device_error_address(), written with
+// tvk_report_error / tvk_report_index_error from shaders/common.glsl). The host looks at the
+// record whenever it waits for the stream (Stream::wait_for_point: synchronize, copies to host,
+// .item(), event / device synchronize, the count read of nonzero ...), resets it and throws
+// one of the two exceptions below. Only the first error is kept until it is reported.
+//
+// The codes are part of the shader ABI: a kernel passes one of them (a push constant) and
+// the host formats the message from (code, index, size, dim).
+enum class DeviceErrorCode : uint32_t {
+  None = 0,
+  // IndexError "index {index} is out of bounds for dimension {dim} with size {size}"
+  // (index.Tensor, index_put_, index_fill_)
+  IndexOutOfBounds = 1,
+  // RuntimeError with the same text (gather, scatter, scatter_add, scatter_reduce, one_hot)
+  ScatterGatherOutOfBounds = 2,
+  // IndexError "index out of range in self" (index_select, index_add_, embedding)
+  IndexOutOfRangeInSelf = 3,
+  // IndexError "index_copy_(): index {index} is out of bounds for dimension {dim} with size {size}"
+  IndexCopyOutOfBounds = 4,
+  // IndexError "out of range: tried to access index {index} on a tensor of {size} elements."
+  // (take, put_)
+  TakeOutOfRange = 5,
+  // RuntimeError "Number of elements of source < number of ones in mask" (masked_scatter_)
+  MaskedScatterSourceTooSmall = 6,
+  // IndexError "Target {index} is out of bounds." (nll_loss and friends)
+  TargetOutOfBounds = 7,
+};
+
+// Layout of the per-stream error record in device memory (mirrored by TvkErrorRecord in
+// shaders/common.glsl). `state`: 0 empty, 1 being written by a kernel, 2 complete.
+struct DeviceErrorRecord {
+  uint32_t state;
+  uint32_t code;  // DeviceErrorCode
+  int32_t dim;
+  uint32_t reserved;
+  int64_t index;
+  int64_t size;
+};
+static_assert(sizeof(DeviceErrorRecord) == 32);
+
+// A device-side index error (L3 turns it into c10::IndexError, Python IndexError).
+class IndexError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Any other device-side argument error (L3 turns it into c10::Error, Python RuntimeError).
+class DeviceAssertError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Throws the IndexError / DeviceAssertError that `record` describes (PyTorch's CPU wording).
+[[noreturn]] void throw_device_error(const DeviceErrorRecord& record);
+
 const char* vk_result_name(VkResult result);
 
 // Throws VulkanError (or OutOfMemoryError for VK_ERROR_OUT_OF_*_MEMORY) with context.

@@ -13,6 +13,7 @@
 #include "runtime/stream.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -154,6 +155,10 @@ struct Stream::Impl {
   Ring staging{kStagingChunk};
   VkQueryPool query_pool = VK_NULL_HANDLE;
   uint32_t next_query = 0;
+  // The device error record (host-visible, mapped), created on first use; see stream.h.
+  std::mutex error_mutex;
+  RawBuffer error_buffer;
+  std::atomic<DeviceErrorRecord*> error_record{nullptr};
 
   Impl(Device& d, VkSemaphore t) : device(d), counters(Runtime::get().counters()), timeline(t) {}
 
@@ -230,6 +235,15 @@ struct Stream::Impl {
 
   void submit() {
     if (!dirty) return;
+    if (cb && cb_has_commands) {
+      // Device writes become visible to host reads once the submit completed: mapped tensor
+      // memory read by copy_to_host and the device error record.
+      VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+      b.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+      vk::vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                               VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &b, 0, nullptr, 0, nullptr);
+    }
     if (cb) TVK_VK_CHECK_DEV(vk::vkEndCommandBuffer(cb), device.index());
     const uint64_t value = submitted + 1;
     VkTimelineSemaphoreSubmitInfo ti{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
@@ -321,6 +335,7 @@ Stream::~Stream() {
   VkDevice dev = device_.handle();
   impl_->params.destroy(device_);
   impl_->staging.destroy(device_);
+  if (impl_->error_buffer.buffer) destroy_raw_buffer(device_, impl_->error_buffer);
   if (impl_->query_pool) vk::vkDestroyQueryPool(dev, impl_->query_pool, nullptr);
   if (impl_->pool) vk::vkDestroyCommandPool(dev, impl_->pool, nullptr);  // frees its buffers
   if (timeline_) vk::vkDestroySemaphore(dev, timeline_, nullptr);
@@ -514,7 +529,10 @@ bool Stream::query() {
 }
 
 void Stream::wait_for_point(uint64_t value) {
-  if (completed_point() >= value) return;
+  if (completed_point() >= value) {
+    check_device_errors();
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     if (value > impl_->submitted) impl_->submit();
@@ -528,6 +546,62 @@ void Stream::wait_for_point(uint64_t value) {
   wi.pSemaphores = &timeline_;
   wi.pValues = &value;
   TVK_VK_CHECK_DEV(vk::vkWaitSemaphores(device_.handle(), &wi, UINT64_MAX), device_.index());
+  check_device_errors();
+}
+
+uint64_t Stream::device_error_address() {
+  Impl& s = *impl_;
+  if (s.error_record.load(std::memory_order_acquire)) return s.error_buffer.address;
+  std::lock_guard<std::mutex> lock(s.error_mutex);
+  if (!s.error_record.load(std::memory_order_relaxed)) {
+    // Host-visible so that the host reads it without a copy (it is touched only on errors).
+    TVK_VK_CHECK_DEV(create_raw_buffer(device_, 256, device_.host_memory_type(), &s.error_buffer),
+                     device_.index());
+    TVK_CHECK(s.error_buffer.mapped != nullptr, "the device error record is not host-mappable");
+    std::memset(s.error_buffer.mapped, 0, sizeof(DeviceErrorRecord));
+    s.error_record.store(static_cast<DeviceErrorRecord*>(s.error_buffer.mapped),
+                         std::memory_order_release);
+  }
+  return s.error_buffer.address;
+}
+
+void Stream::check_device_errors() {
+  DeviceErrorRecord* r = impl_->error_record.load(std::memory_order_acquire);
+  if (!r) return;
+  std::atomic_ref<uint32_t> state(r->state);
+  if (state.load(std::memory_order_acquire) != 2u) return;  // empty, or still being written
+  const DeviceErrorRecord copy = *r;
+  uint32_t expected = 2u;
+  // Reset before throwing: a later error (from work after this point) is reported at the next
+  // wait. A kernel running now may claim the record as soon as it is reset.
+  if (!state.compare_exchange_strong(expected, 0u, std::memory_order_acq_rel)) return;
+  throw_device_error(copy);
+}
+
+void throw_device_error(const DeviceErrorRecord& r) {
+  const std::string bounds = detail::concat("index ", r.index, " is out of bounds for dimension ",
+                                            r.dim, " with size ", r.size);
+  switch (static_cast<DeviceErrorCode>(r.code)) {
+    case DeviceErrorCode::IndexOutOfBounds:
+      throw IndexError(bounds);
+    case DeviceErrorCode::ScatterGatherOutOfBounds:
+      throw DeviceAssertError(bounds);
+    case DeviceErrorCode::IndexOutOfRangeInSelf:
+      throw IndexError("index out of range in self");
+    case DeviceErrorCode::IndexCopyOutOfBounds:
+      throw IndexError("index_copy_(): " + bounds);
+    case DeviceErrorCode::TakeOutOfRange:
+      throw IndexError(detail::concat("out of range: tried to access index ", r.index,
+                                      " on a tensor of ", r.size, " elements."));
+    case DeviceErrorCode::MaskedScatterSourceTooSmall:
+      throw DeviceAssertError("Number of elements of source < number of ones in mask");
+    case DeviceErrorCode::TargetOutOfBounds:
+      throw IndexError(detail::concat("Target ", r.index, " is out of bounds."));
+    default:
+      throw DeviceAssertError(detail::concat("torch-vk: a kernel reported device error code ",
+                                             r.code, " (index ", r.index, ", size ", r.size,
+                                             ", dim ", r.dim, ")"));
+  }
 }
 
 uint64_t Stream::completed_point() { return impl_->completed(); }

@@ -81,6 +81,18 @@ class Stream {
   // Future work of this stream waits until `other` reaches `value` (on the device).
   void wait_for_stream_point(Stream& other, uint64_t value);
 
+  // --- device-side errors (see DeviceErrorCode in runtime/error.h) ---
+  // Device address of this stream's 32-byte error record (host-visible memory, created on
+  // first use). Kernels receive it in their push constants and report bad indices with
+  // tvk_report_index_error() (shaders/common.glsl); the first report wins. Every host wait on
+  // the stream (wait_for_point, hence synchronize, copy_to_host, Event::synchronize,
+  // Device::synchronize) then throws tvk::IndexError / tvk::DeviceAssertError and resets the
+  // record, so the next error is reported at the next wait. Nothing else waits for errors:
+  // the kernels that report skip the bad access and go on (no out-of-bounds read or write).
+  uint64_t device_error_address();
+  // Throws (and clears) a complete error record, if any; no wait. wait_for_point calls it.
+  void check_device_errors();
+
   VkSemaphore timeline() const { return timeline_; }
 
   // Timestamp support for events: writes a timestamp after all prior work and returns the
