@@ -26,9 +26,9 @@
 //   dtype scratch [2, numel]: out[i] = v, out[numel + i] = w (the caller sums both halves).
 //   Backward: out = grad_input (contiguous, zeroed by the caller), in3 = grad_output (per
 //   sample with reduction none, else one element), in4 = total_weight (mean).
-// Targets outside [0, C) other than ignore_index are skipped (they contribute nothing).
-// TODO(torch-vk): report them (the CPU raises IndexError "Target t is out of bounds.") once a
-// device-side error flag exists.
+// Targets outside [0, C) other than ignore_index are skipped (they contribute nothing) and
+// reported to the stream's device error record (`geometry` carries its address for the nll
+// ops): the host raises IndexError("Target t is out of bounds.") at the next sync point.
 #extension GL_GOOGLE_include_directive : require
 
 #ifndef KIND
@@ -144,7 +144,10 @@ void nll_sample(uint i) {
   uint C = uint(pc.aux0), S = uint(pc.aux1);
   uint n = i / S, s = i - n * S;
   int64_t t = load_i64(pc.addr[2], pc.dtype[2], int(i));
-  bool valid = t != pc.pi && t >= 0l && t < int64_t(C);
+  // min/max forms: Mesa 22.3 miscompiles some 64-bit comparisons against constants.
+  bool in_range = min(t, 0l) == 0l && max(t, int64_t(C) - 1l) == int64_t(C) - 1l;
+  bool valid = t != pc.pi && in_range;
+  if (!in_range && t != pc.pi) tvk_report_index_error(pc.geometry, TVK_ERR_TARGET_OUT_OF_BOUNDS, t, int64_t(C));
   int x_index = int((n * C + uint(t)) * S + s);
   T w = valid ? ((pc.mode & 1) != 0 ? ld(3, int(t)) : T(1)) : T(0);
 #if OP == 10

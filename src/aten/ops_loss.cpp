@@ -254,9 +254,9 @@ kernels::NllLoss nll_problem(const at::Tensor& self_c, const at::Tensor& target_
   return p;
 }
 
-// Targets outside [0, C) (other than ignore_index) are skipped by the kernel: they read
-// nothing and contribute nothing. TODO(torch-vk): raise IndexError("Target t is out of
-// bounds.") like the CPU once the device-side error flag of the index ops is available.
+// Targets outside [0, C) (other than ignore_index) are skipped by the kernel (they read
+// nothing and contribute nothing) and reported through the stream's device error record: the
+// next synchronization raises the CPU's IndexError("Target t is out of bounds.").
 //
 // Shared forward: `self` viewed as [N, C, S], per-sample output (reduction none) shaped
 // `none_shape`, else a scalar; total_weight a scalar.

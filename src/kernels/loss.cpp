@@ -176,6 +176,7 @@ LossPush nll_push(Stream& stream, const NllLoss& p, bool& f64, int64_t& samples)
   push.mode = weighted ? 1 : 0;
   push.aux0 = static_cast<int32_t>(p.classes);
   push.aux1 = static_cast<int32_t>(p.spatial);
+  push.geometry = stream.device_error_address();  // out-of-range targets are reported there
   return push;
 }
 }  // namespace

@@ -199,17 +199,17 @@ def test_nll_loss_errors():
     check(lambda a, b: F.nll_loss(a, b), torch.zeros(2, 3, 4, 5, 6), torch.zeros(2, 4, 5, 6, dtype=torch.long))
 
 
-def test_nll_loss_out_of_range_target_is_skipped_on_the_device():
-    # The CPU raises IndexError; the device cannot raise from a kernel yet (TODO: device error
-    # flag), so the sample is skipped: it must not read out of bounds (validation layer) and
-    # contributes nothing.
+def test_nll_loss_out_of_range_target_raises_at_sync():
+    # The kernel skips the sample (no out-of-bounds read: validation layer) and records the
+    # error; the next synchronization raises the CPU's IndexError. The stream keeps working.
     lp = log_probs((4, 3), torch.float32)
     t = torch.tensor([0, 7, 2, -5])
-    got = F.nll_loss(lp.to(VK), t.to(VK), reduction="none").cpu()
-    valid = torch.tensor([True, False, True, False])
-    ref = F.nll_loss(lp, t.clamp(0, 2), reduction="none")
-    torch.testing.assert_close(got[valid], ref[valid])
-    assert (got[~valid] == 0).all()
+    with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+        F.nll_loss(lp, t)
+    with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+        F.nll_loss(lp.to(VK), t.to(VK), reduction="none").cpu()
+    good = torch.tensor([0, 1, 2, 1])
+    torch.testing.assert_close(F.nll_loss(lp.to(VK), good.to(VK)).cpu(), F.nll_loss(lp, good))
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
@@ -254,12 +254,6 @@ def test_cross_entropy(dtype):
     check_grad(lambda a, b: F.cross_entropy(a, b), [x4, t4], [True, False], dtype)
 
 
-_MASKED_FILL_NATIVE = torch._C._dispatch_has_kernel_for_dispatch_key("aten::masked_fill_.Scalar", "PrivateUse1")
-
-
-@pytest.mark.xfail(not _MASKED_FILL_NATIVE, strict=True,
-                   reason="label smoothing with class indices needs masked_fill_ / gather / masked_select on vk "
-                          "(the indexing ops, not in this branch)")
 def test_cross_entropy_label_smoothing_class_targets():
     x = make((6, 5), torch.float32, low=-4, high=4)
     t = torch.tensor([0, 4, 2, -100, 1, 3])
