@@ -1,0 +1,267 @@
+#version 460
+// Pooling over up to three spatial dims (D, H, W) of [batch, channels, D, H, W] tensors,
+// forward and backward. 1-D / 2-D pooling uses D = 1 (and H = 1), kernel 1, stride 1, pad 0.
+//   OP 0  max pool           y = max over the dilated window, idx = its flat spatial index
+//   OP 1  avg pool           y = sum over the window / divisor
+//   OP 2  adaptive avg pool  window [floor(o * I / O), ceil((o + 1) * I / O)) per dim
+//   OP 3  adaptive max pool  same windows, max and index
+//   OP 4  max pool backward            gi[i] = sum of go[o] over outputs o with idx[o] == i
+//   OP 5  avg pool backward            gi[i] = sum of go[o] / divisor(o) over windows with i
+//   OP 6  adaptive avg pool backward   gi[i] = sum of go[o] / area(o)
+//   OP 7  adaptive max pool backward   as OP 4 over adaptive windows
+// Forward: one invocation per output element. Backward: one invocation per grad_input element,
+// gathering over the outputs whose windows contain it in increasing output order (the CPU's
+// accumulation order; deterministic, no atomics).
+// Semantics follow PyTorch's CPU kernels: max starts from -inf (the type's minimum for
+// integers) with the first in-window element's index, and takes an element when it is larger
+// or NaN (the last NaN wins). Avg windows extend over the padding up to the padded size; the
+// divisor is divisor_override, the window size with padding (count_include_pad) or without;
+// an empty clipped window gives 0. Integer avg pooling divides with truncation (int64).
+//
+// Built per (op, kind) by tools/build_shaders.py (pool.variants.toml): KIND 0 (float32 math
+// for float16 / bfloat16 / float32), 3 (float64) and 2 (int64, max / avg forward on integers).
+// ABI (mirrored by PoolPush in src/kernels/pool.cpp):
+//   Layout: flags bit 0 clear: contiguous [batch, channels, D, H, W]; set: channels-last
+//   [batch, D, H, W, channels]. Every operand (input, output, indices) uses the same layout.
+//   Invocation q enumerates the elements it produces in memory order (coalesced stores, and
+//   coalesced loads along W or along the channels).
+//   flags bit 1: count_include_pad. divisor > 0: divisor_override.
+//   Specialization constants: 0 = local_size_x, 1 = in dtype, 2 = out dtype (-1: push constants).
+//   Grid: 1-D, any number of workgroups (a grid-stride loop covers the rest).
+#extension GL_GOOGLE_include_directive : require
+
+#ifndef KIND
+#define KIND 0
+#endif
+#if KIND == 3
+#define TVK_FLOAT64 1
+#endif
+#include "common.glsl"
+#include "math.glsl"
+
+#ifndef OP
+#define OP 0
+#endif
+#define BACKWARD (OP >= 4)
+#define IS_MAX (OP == 0 || OP == 3 || OP == 4 || OP == 7)
+#define ADAPTIVE (OP == 2 || OP == 3 || OP == 6 || OP == 7)
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const int SPEC_IN_DT = -1;
+layout(constant_id = 2) const int SPEC_OUT_DT = -1;
+
+layout(push_constant) uniform Push {
+  uint64_t in_addr;   //   0: x (forward) or grad_output (backward)
+  uint64_t out_addr;  //   8: y (forward) or grad_input (backward)
+  uint64_t idx_addr;  //  16: indices (int64, laid out like the pooled output); 0: none
+  int batch;          //  24
+  int channels;       //  28
+  int in_size[3];     //  32: (D, H, W) of x / grad_input (int arrays: 4-byte stride in std430)
+  int out_size[3];    //  44: (D, H, W) of y / grad_output
+  int kernel_size[3]; //  56
+  int stride[3];      //  68
+  int pad[3];         //  80
+  int dilation[3];    //  92
+  int divisor;        // 104
+  int flags;          // 108
+  int in_dtype;       // 112
+  int out_dtype;      // 116
+} pc;                 // 120 bytes
+
+int g_in_dt, g_out_dt;
+ivec3 g_in_size, g_out_size, g_kernel, g_stride, g_pad, g_dilation;
+
+#if KIND == KIND_FLOAT64
+#define T_LOWEST (-TVK_F64_INF)
+bool t_isnan(T x) { return tvk_isnan(x); }
+#elif KIND == KIND_FLOAT32
+#define T_LOWEST (-TVK_F32_INF)
+bool t_isnan(T x) { return tvk_isnan(x); }
+#else
+#define T_LOWEST (-9223372036854775807l - 1l)
+bool t_isnan(T x) { return false; }
+#endif
+
+bool channels_last() { return (pc.flags & 1) != 0; }
+
+// Element offset of (n, c, spatial) in a tensor with spatial sizes `sz`.
+int offset_of(int n, int c, ivec3 p, ivec3 sz) {
+  int plane = sz.x * sz.y * sz.z;
+  int s = (p.x * sz.y + p.y) * sz.z + p.z;
+  return channels_last() ? (n * plane + s) * pc.channels + c
+                         : (n * pc.channels + c) * plane + s;
+}
+
+// (n, c, spatial) of the element at memory position q of a tensor with spatial sizes `sz`.
+void coords_of(int q, ivec3 sz, out int n, out int c, out ivec3 p) {
+  int s;
+  if (channels_last()) {
+    c = q % pc.channels;
+    int r = q / pc.channels;
+    s = r % (sz.x * sz.y * sz.z);
+    n = r / (sz.x * sz.y * sz.z);
+  } else {
+    int plane = sz.x * sz.y * sz.z;
+    s = q % plane;
+    int r = q / plane;
+    c = r % pc.channels;
+    n = r / pc.channels;
+  }
+  p.z = s % sz.z;
+  p.y = (s / sz.z) % sz.y;
+  p.x = s / (sz.z * sz.y);
+}
+
+// Adaptive window of output o along a dim: [floor(o * I / O), ceil((o + 1) * I / O)).
+// Exact integer forms (PyTorch's start_index / end_index).
+int adaptive_start(int o, int O, int I) { return (o / O) * I + ((o % O) * I) / O; }
+int adaptive_end(int o, int O, int I) { return 1 + ((o + 1) * I - 1) / O; }
+
+#if !BACKWARD
+// ---------------------------------------------------------------- forward
+void forward(int q) {
+  int n, c;
+  ivec3 o;
+  coords_of(q, g_out_size, n, c, o);
+  ivec3 isz = g_in_size;
+  ivec3 lo, hi, step = ivec3(1);
+#if ADAPTIVE
+  for (int k = 0; k < 3; ++k) {
+    lo[k] = adaptive_start(o[k], g_out_size[k], isz[k]);
+    hi[k] = adaptive_end(o[k], g_out_size[k], isz[k]);
+  }
+#elif OP == 0
+  step = g_dilation;
+  lo = o * g_stride - g_pad;
+  hi = min(lo + (g_kernel - 1) * g_dilation + 1, isz);
+  for (int k = 0; k < 3; ++k)
+    while (lo[k] < 0) lo[k] += step[k];
+#else  // OP 1
+  lo = o * g_stride - g_pad;
+  hi = min(lo + g_kernel, isz + g_pad);
+  int pool_size = (hi.x - lo.x) * (hi.y - lo.y) * (hi.z - lo.z);
+  lo = max(lo, ivec3(0));
+  hi = min(hi, isz);
+#endif
+  int out_pos = q;
+#if IS_MAX
+  T best = T(T_LOWEST);
+  int best_index = (lo.x * isz.y + lo.y) * isz.z + lo.z;
+  for (int d = lo.x; d < hi.x; d += step.x)
+    for (int h = lo.y; h < hi.y; h += step.y)
+      for (int w = lo.z; w < hi.z; w += step.z) {
+        T v = LOAD_T(pc.in_addr, g_in_dt, offset_of(n, c, ivec3(d, h, w), isz));
+        if (v > best || t_isnan(v)) {
+          best = v;
+          best_index = (d * isz.y + h) * isz.z + w;
+        }
+      }
+  STORE_T(pc.out_addr, g_out_dt, out_pos, best);
+  if (pc.idx_addr != 0ul) RefI64(tvk_elem_addr(pc.idx_addr, out_pos, 3)).v = int64_t(best_index);
+#else
+  T sum = T(0);
+  if (lo.x >= hi.x || lo.y >= hi.y || lo.z >= hi.z) {
+    STORE_T(pc.out_addr, g_out_dt, out_pos, T(0));
+    return;
+  }
+  for (int d = lo.x; d < hi.x; ++d)
+    for (int h = lo.y; h < hi.y; ++h)
+      for (int w = lo.z; w < hi.z; ++w)
+        sum += LOAD_T(pc.in_addr, g_in_dt, offset_of(n, c, ivec3(d, h, w), isz));
+#if OP == 1
+  int count = (hi.x - lo.x) * (hi.y - lo.y) * (hi.z - lo.z);
+  int divide = pc.divisor > 0 ? pc.divisor : ((pc.flags & 2) != 0 ? pool_size : count);
+  STORE_T(pc.out_addr, g_out_dt, out_pos, sum / T(divide));
+#else  // the CPU divides by each extent in turn: sum / kd / kh / kw
+  STORE_T(pc.out_addr, g_out_dt, out_pos, sum / T(hi.x - lo.x) / T(hi.y - lo.y) / T(hi.z - lo.z));
+#endif
+#endif
+}
+#else
+// ---------------------------------------------------------------- backward
+// Divisor of output o's window (avg pooling), as in the forward pass; 0 for an empty window.
+int avg_divisor(ivec3 o) {
+  ivec3 lo = o * g_stride - g_pad;
+  ivec3 hi = min(lo + g_kernel, g_in_size + g_pad);
+  int pool_size = (hi.x - lo.x) * (hi.y - lo.y) * (hi.z - lo.z);
+  lo = max(lo, ivec3(0));
+  hi = min(hi, g_in_size);
+  if (pc.divisor > 0) return pc.divisor;
+  if ((pc.flags & 2) != 0) return pool_size;
+  return (hi.x - lo.x) * (hi.y - lo.y) * (hi.z - lo.z);
+}
+
+void backward(int q) {
+  int n, c;
+  ivec3 i;
+  coords_of(q, g_in_size, n, c, i);
+  ivec3 osz = g_out_size;
+  // Outputs whose windows can contain i: [first, last] per dim.
+  ivec3 first, last;
+  for (int k = 0; k < 3; ++k) {
+#if ADAPTIVE
+    first[k] = adaptive_start(i[k], g_in_size[k], osz[k]);
+    last[k] = min(adaptive_end(i[k], g_in_size[k], osz[k]), osz[k]) - 1;
+#else
+    // o * stride - pad <= i  and  i <= o * stride - pad + (kernel - 1) * dilation
+    int span = (g_kernel[k] - 1) * g_dilation[k];
+    int a = i[k] + g_pad[k] - span;  // o * stride >= a
+    first[k] = a <= 0 ? 0 : (a + g_stride[k] - 1) / g_stride[k];
+    last[k] = min((i[k] + g_pad[k]) / g_stride[k], osz[k] - 1);
+#endif
+  }
+  int my_index = (i.x * g_in_size.y + i.y) * g_in_size.z + i.z;
+  T acc = T(0);
+  for (int d = first.x; d <= last.x; ++d)
+    for (int h = first.y; h <= last.y; ++h)
+      for (int w = first.z; w <= last.z; ++w) {
+        ivec3 o = ivec3(d, h, w);
+#if ADAPTIVE
+        // The range above is exact; the check keeps it so for any rounding.
+        bool inside = true;
+        for (int k = 0; k < 3; ++k)
+          inside = inside && adaptive_start(o[k], osz[k], g_in_size[k]) <= i[k] &&
+                   i[k] < adaptive_end(o[k], osz[k], g_in_size[k]);
+        if (!inside) continue;
+#endif
+        int opos = offset_of(n, c, o, osz);
+#if IS_MAX
+        if (RefI64(tvk_elem_addr(pc.idx_addr, opos, 3)).v != int64_t(my_index)) continue;
+        acc += LOAD_T(pc.in_addr, g_in_dt, opos);
+#elif OP == 5
+        acc += LOAD_T(pc.in_addr, g_in_dt, opos) / T(avg_divisor(o));
+#else  // OP 6
+        T g = LOAD_T(pc.in_addr, g_in_dt, opos);
+        for (int k = 0; k < 3; ++k)
+          g /= T(adaptive_end(o[k], osz[k], g_in_size[k]) - adaptive_start(o[k], osz[k], g_in_size[k]));
+        acc += g;
+#endif
+      }
+  STORE_T(pc.out_addr, g_out_dt, q, acc);
+}
+#endif
+
+void main() {
+  g_in_dt = SPEC_IN_DT >= 0 ? SPEC_IN_DT : pc.in_dtype;
+  g_out_dt = SPEC_OUT_DT >= 0 ? SPEC_OUT_DT : pc.out_dtype;
+  g_in_size = ivec3(pc.in_size[0], pc.in_size[1], pc.in_size[2]);
+  g_out_size = ivec3(pc.out_size[0], pc.out_size[1], pc.out_size[2]);
+  g_kernel = ivec3(pc.kernel_size[0], pc.kernel_size[1], pc.kernel_size[2]);
+  g_stride = ivec3(pc.stride[0], pc.stride[1], pc.stride[2]);
+  g_pad = ivec3(pc.pad[0], pc.pad[1], pc.pad[2]);
+  g_dilation = ivec3(pc.dilation[0], pc.dilation[1], pc.dilation[2]);
+#if BACKWARD
+  ivec3 sz = g_in_size;
+#else
+  ivec3 sz = g_out_size;
+#endif
+  uint total = uint(pc.batch) * uint(pc.channels) * uint(sz.x * sz.y * sz.z);
+  uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint q = gl_GlobalInvocationID.x; q < total; q += step) {
+#if BACKWARD
+    backward(int(q));
+#else
+    forward(int(q));
+#endif
+  }
+}

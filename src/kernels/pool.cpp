@@ -1,0 +1,156 @@
+// Launcher of the pooling family (shaders/pool.comp): one invocation per produced element
+// (output elements forward, grad_input elements backward) in memory order, 256 per workgroup.
+#include "kernels/pool.h"
+
+#include <string>
+#include <vector>
+
+#include "kernels/launch.h"
+#include "runtime/device.h"
+#include "runtime/pipeline.h"
+#include "runtime/stream.h"
+
+namespace tvk::kernels {
+namespace {
+
+// Mirrors `Push` in shaders/pool.comp.
+struct PoolPush {
+  uint64_t in_addr;
+  uint64_t out_addr;
+  uint64_t idx_addr;
+  int32_t batch;
+  int32_t channels;
+  int32_t in_size[3];
+  int32_t out_size[3];
+  int32_t kernel[3];
+  int32_t stride[3];
+  int32_t pad[3];
+  int32_t dilation[3];
+  int32_t divisor;
+  int32_t flags;
+  int32_t in_dtype;
+  int32_t out_dtype;
+};
+static_assert(sizeof(PoolPush) == 120);
+
+constexpr const char* kWhere = "tvk::kernels::pool";
+constexpr uint32_t kWorkgroup = 256;
+
+const char* op_name(PoolOp op) {
+  switch (op) {
+    case PoolOp::Max: return "max";
+    case PoolOp::Avg: return "avg";
+    case PoolOp::AdaptiveAvg: return "adaptive_avg";
+    case PoolOp::AdaptiveMax: return "adaptive_max";
+    case PoolOp::MaxBackward: return "max_backward";
+    case PoolOp::AvgBackward: return "avg_backward";
+    case PoolOp::AdaptiveAvgBackward: return "adaptive_avg_backward";
+    case PoolOp::AdaptiveMaxBackward: return "adaptive_max_backward";
+  }
+  return "?";
+}
+
+void check_operand(const Operand& op, const char* what, bool f64) {
+  check_dtype(kWhere, op.dtype, what);
+  if (op.address == 0) invalid(kWhere, std::string(what) + ": address is 0");
+  if (op.address % dtype_size(op.dtype) != 0)
+    invalid(kWhere, std::string(what) + ": address is not aligned to its element size");
+  if (op.dtype == DType::Float64 && !f64)
+    invalid(kWhere, std::string(what) + ": float64 operands need the Float64 kind");
+}
+
+// Elements of a [batch, channels, D, H, W] tensor; throws past the 32-bit index range.
+int64_t checked_numel(int64_t batch, int64_t channels, const std::array<int64_t, 3>& size,
+                      const char* what) {
+  int64_t n = 0;
+  bool overflow = __builtin_mul_overflow(batch, channels, &n);
+  for (int64_t s : size) overflow |= __builtin_mul_overflow(n, s, &n);
+  if (overflow || n > kMaxIndex)
+    invalid(kWhere, std::string(what) + ": more elements than the kernel's 32-bit index range");
+  return n;
+}
+
+}  // namespace
+
+void pool(Stream& stream, const Pool& p) {
+  const int opi = static_cast<int>(p.op);
+  if (opi < 0 || opi > 7) invalid(kWhere, "invalid op " + std::to_string(opi));
+  const bool backward = opi >= 4;
+  const bool is_max = p.op == PoolOp::Max || p.op == PoolOp::AdaptiveMax ||
+                      p.op == PoolOp::MaxBackward || p.op == PoolOp::AdaptiveMaxBackward;
+  const bool adaptive = p.op == PoolOp::AdaptiveAvg || p.op == PoolOp::AdaptiveMax ||
+                        p.op == PoolOp::AdaptiveAvgBackward || p.op == PoolOp::AdaptiveMaxBackward;
+  const char* kind_name = nullptr;
+  switch (p.kind) {
+    case ComputeKind::Float32: kind_name = "float32"; break;
+    case ComputeKind::Float64: kind_name = "float64"; break;
+    case ComputeKind::Int64:
+      if (p.op == PoolOp::Max || p.op == PoolOp::Avg || p.op == PoolOp::AvgBackward) kind_name = "int64";
+      break;
+    default: break;
+  }
+  if (!kind_name) invalid(kWhere, std::string("op ") + op_name(p.op) + " is not built for this kind");
+  const bool f64 = p.kind == ComputeKind::Float64;
+  if (f64 && !stream.device().caps().float64)
+    throw std::invalid_argument("float64 is not supported on this device (no shaderFloat64)");
+  if (p.batch < 0 || p.channels < 0) invalid(kWhere, "negative batch or channel count");
+  for (int k = 0; k < 3; ++k) {
+    if (p.in_size[k] < 1 || p.out_size[k] < 1) invalid(kWhere, "spatial sizes must be positive");
+    for (int64_t v : {p.in_size[k], p.out_size[k], p.kernel[k], p.stride[k], p.pad[k], p.dilation[k]})
+      if (v > kMaxIndex) invalid(kWhere, "sizes and window parameters must fit in int32");
+    if (!adaptive && (p.kernel[k] < 1 || p.stride[k] < 1 || p.dilation[k] < 1 || p.pad[k] < 0))
+      invalid(kWhere, "kernel, stride and dilation must be positive and padding non-negative");
+    // The adaptive window bounds compute (o + 1) * I in 32 bits.
+    if (adaptive && (p.in_size[k] + 1) * (p.out_size[k] + 1) > kMaxIndex)
+      invalid(kWhere, "adaptive pooling sizes exceed the kernel's 32-bit index range");
+    if (!adaptive && (p.kernel[k] * p.dilation[k] > kMaxIndex ||
+                      (p.out_size[k] + 1) * p.stride[k] + p.pad[k] > kMaxIndex ||
+                      p.in_size[k] + 2 * p.pad[k] > kMaxIndex))
+      invalid(kWhere, "window geometry exceeds the kernel's 32-bit index range");
+  }
+  const int64_t in_numel = checked_numel(p.batch, p.channels, p.in_size, "input");
+  const int64_t out_numel = checked_numel(p.batch, p.channels, p.out_size, "output");
+  const int64_t produced = backward ? in_numel : out_numel;
+  if (produced == 0) return;
+  check_operand(p.out, "output", f64);
+  check_operand(p.in, "input", f64);
+  const bool indices_used = is_max && (backward || p.indices.address != 0);
+  if (indices_used) {
+    check_operand(p.indices, "indices", f64);
+    if (p.indices.dtype != DType::Int64) invalid(kWhere, "indices must be Int64");
+  }
+  if (p.op == PoolOp::Avg && p.divisor_override < 0) invalid(kWhere, "negative divisor_override");
+  if (p.divisor_override > kMaxIndex) invalid(kWhere, "divisor_override exceeds int32");
+
+  const std::string name = std::string("pool.") + op_name(p.op) + "." + kind_name;
+  const ShaderBinary* shader = find_shader(name);
+  if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
+
+  PoolPush push{};
+  push.in_addr = p.in.address;
+  push.out_addr = p.out.address;
+  push.idx_addr = indices_used ? p.indices.address : 0;
+  push.batch = static_cast<int32_t>(p.batch);
+  push.channels = static_cast<int32_t>(p.channels);
+  for (int k = 0; k < 3; ++k) {
+    push.in_size[k] = static_cast<int32_t>(p.in_size[k]);
+    push.out_size[k] = static_cast<int32_t>(p.out_size[k]);
+    push.kernel[k] = static_cast<int32_t>(p.kernel[k]);
+    push.stride[k] = static_cast<int32_t>(p.stride[k]);
+    push.pad[k] = static_cast<int32_t>(p.pad[k]);
+    push.dilation[k] = static_cast<int32_t>(p.dilation[k]);
+  }
+  push.divisor = static_cast<int32_t>(p.divisor_override);
+  push.flags = (p.channels_last ? 1 : 0) | (p.count_include_pad ? 2 : 0);
+  push.in_dtype = static_cast<int32_t>(p.in.dtype);
+  push.out_dtype = static_cast<int32_t>(p.out.dtype);
+  std::vector<uint32_t> spec;
+  if (tuning().specialize_dtypes)
+    spec = {static_cast<uint32_t>(p.in.dtype), static_cast<uint32_t>(p.out.dtype)};
+  else
+    spec = {UINT32_MAX, UINT32_MAX};
+  VkPipeline pipeline = stream.device().pipelines().get(*shader, kWorkgroup, spec);
+  stream.dispatch(pipeline, group_count(stream, produced, kWorkgroup), 1, 1, &push, sizeof(push));
+}
+
+}  // namespace tvk::kernels

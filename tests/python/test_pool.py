@@ -1,0 +1,259 @@
+"""Pooling ops against PyTorch's CPU: max / avg / adaptive pooling in 1-D, 2-D and 3-D, forward
+(values, indices, output memory format) and autograd backward, over window parameters,
+layouts, dtypes, empty batches and bad arguments."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from helpers import TOLERANCE, check, layouts, make
+
+pytestmark = pytest.mark.usefixtures("strict_native")
+
+FLOATS = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
+INTS = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
+
+
+def tol(dtype):
+    return TOLERANCE.get(dtype, {})
+
+
+def compare_grad(fn, x, dtype=None, seed=7):
+    """fn(x) forward and the autograd gradient of x, CPU vs vk (x a CPU tensor; any layout
+    transform belongs inside fn)."""
+    dtype = dtype or x.dtype
+    xc = x.clone().requires_grad_()
+    xv = x.to("vk").requires_grad_()
+    yc = fn(xc)
+    yv = fn(xv)
+    assert yv.device.type == "vk"
+    torch.testing.assert_close(yv.cpu(), yc.detach(), equal_nan=True, **tol(dtype))
+    assert yv.is_contiguous(memory_format=torch.channels_last) == yc.is_contiguous(
+        memory_format=torch.channels_last)
+    g = make(yc.shape, dtype, seed=seed)
+    (gc,) = torch.autograd.grad(yc, xc, g)
+    (gv,) = torch.autograd.grad(yv, xv, g.to("vk"))
+    assert gv.device.type == "vk"
+    # Gradients sum several rounded terms: allow a few ulps in the 16-bit types.
+    gtol = tol(dtype) if dtype in (torch.float32, torch.float64) else dict(
+        atol=4 * tol(dtype)["atol"], rtol=2 * tol(dtype)["rtol"])
+    torch.testing.assert_close(gv.cpu(), gc, **gtol)
+
+
+def channels_last(x):
+    return x.contiguous(memory_format=torch.channels_last)
+
+
+# ---------------------------------------------------------------- max pooling
+
+MAX_CASES = [  # kernel, stride, padding, dilation, ceil_mode
+    (2, None, 0, 1, False),
+    (3, 1, 1, 1, False),
+    (3, 2, 1, 1, True),
+    ((2, 3), (1, 2), (1, 1), 1, False),
+    (3, 2, 0, 2, True),
+    ((3, 2), 3, (1, 0), (2, 1), True),
+    (1, 1, 0, 1, False),
+    (4, 3, 2, 1, True),
+]
+
+
+@pytest.mark.parametrize("case", MAX_CASES, ids=str)
+def test_max_pool2d_forward_backward(case):
+    k, s, p, d, ceil = case
+    x = make((2, 3, 9, 10), torch.float32, seed=1)
+    fn = lambda a: F.max_pool2d(a, k, s, p, d, ceil_mode=ceil)
+    compare_grad(fn, x)
+    check(lambda a: F.max_pool2d(a, k, s, p, d, ceil_mode=ceil, return_indices=True), x)
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS, ids=str)
+def test_max_pool2d_dtypes_and_layouts(dtype):
+    x = make((2, 3, 7, 6), dtype, seed=2)
+    for _, layout in list(layouts(x)) + [("channels_last", channels_last)]:
+        check(lambda a: F.max_pool2d(layout(a), 3, 2, 1, return_indices=True), x)
+    check(lambda a: F.max_pool2d(a, 2), make((3, 5, 5), dtype))         # no batch dim
+    if dtype.is_floating_point:
+        compare_grad(lambda a: F.max_pool2d(channels_last(a), 3, 2, 1), x)
+        compare_grad(lambda a: F.max_pool2d(a.transpose(2, 3), (2, 3), 1), x)
+
+
+def test_max_pool2d_nan_inf_ties():
+    nan, inf = float("nan"), float("inf")
+    x = torch.tensor([[[[1.0, nan, 2.0, nan], [3.0, 3.0, -inf, -inf], [-inf, -inf, 5.0, 5.0],
+                        [inf, 1.0, 0.0, nan]]]])
+    check(lambda a: F.max_pool2d(a, 2, 1, return_indices=True), x)
+    check(lambda a: F.max_pool2d(a, 2, 2, 1, return_indices=True), x)
+    check(lambda a: F.max_pool2d(a, 2, 1, return_indices=True), torch.zeros(1, 2, 3, 3))  # ties
+    xi = torch.full((1, 1, 3, 3), torch.iinfo(torch.int64).min, dtype=torch.int64)
+    check(lambda a: F.max_pool2d(a, 2, 1, return_indices=True), xi)
+
+
+def test_max_pool1d_and_3d():
+    x = make((2, 3, 11), torch.float32)
+    for k, s, p, d, ceil in ((3, 2, 1, 1, True), (2, None, 0, 2, False), (4, 1, 2, 1, False)):
+        compare_grad(lambda a: F.max_pool1d(a, k, s, p, d, ceil_mode=ceil), x)
+        check(lambda a: F.max_pool1d(a, k, s, p, d, ceil_mode=ceil, return_indices=True), x)
+    check(lambda a: F.max_pool1d(a, 2), make((3, 8), torch.float16))   # no batch dim
+    x3 = make((2, 2, 5, 6, 4), torch.float32)
+    for k, s, p, d, ceil in ((2, 1, 1, 1, False), (3, 2, 1, (1, 2, 1), True), ((1, 2, 3), (1, 2, 2), 0, 1, True)):
+        check(lambda a: F.max_pool3d(a, k, s, p, d, ceil_mode=ceil, return_indices=True), x3)
+        compare_grad(lambda a: F.max_pool3d(a, k, s, p, d, ceil_mode=ceil), x3)
+    compare_grad(lambda a: F.max_pool3d(a.contiguous(memory_format=torch.channels_last_3d), 2, 1, 1), x3)
+    check(lambda a: F.max_pool3d(a, 2, return_indices=True), make((2, 4, 4, 4), torch.int32))
+    check(lambda a: F.max_pool3d(a, 2, padding=2), x3)                      # pad > kernel / 2
+    check(lambda a: F.max_pool3d(a, 2), make((4, 4, 4), torch.float32))     # 3-D input
+
+
+def test_max_pool_empty_batch_and_out():
+    x = torch.empty(0, 3, 6, 6)
+    check(lambda a: F.max_pool2d(a, 2, return_indices=True), x)
+    compare_grad(lambda a: F.max_pool2d(a, 2), x)
+    y = make((2, 2, 6, 6), torch.float32)
+    op = torch.ops.aten.max_pool2d_with_indices.out
+
+    def with_out(a):
+        out = torch.empty(0, device=a.device)
+        idx = torch.empty(0, dtype=torch.int64, device=a.device)
+        op(a, [2, 2], [2, 2], [0, 0], [1, 1], False, out=out, indices=idx)
+        return out, idx
+    check(with_out, y)
+
+
+BAD_MAX = [
+    dict(kernel_size=5),                         # kernel larger than the input: output < 1
+    dict(kernel_size=2, stride=0),               # zero stride
+    dict(kernel_size=2, stride=-1),              # negative stride
+    dict(kernel_size=2, padding=2),              # pad > kernel / 2
+    dict(kernel_size=0),                         # zero kernel
+    dict(kernel_size=2, dilation=0),             # zero dilation
+    dict(kernel_size=(2, 2, 2)),                 # wrong kernel length
+    dict(kernel_size=2, padding=-1),
+]
+
+
+@pytest.mark.parametrize("kwargs", BAD_MAX, ids=str)
+def test_max_pool2d_bad_input(kwargs):
+    check(lambda a: F.max_pool2d(a, **kwargs), make((1, 2, 3, 3), torch.float32))
+
+
+def test_pool_bad_dims_and_dtypes():
+    check(lambda a: F.max_pool2d(a, 2), make((4, 4), torch.float32))            # 2-D input
+    check(lambda a: F.max_pool2d(a, 2), make((1, 1, 1, 4, 4), torch.float32))   # 5-D input
+    check(lambda a: F.max_pool2d(a, 2), torch.zeros(1, 0, 4, 4))                # empty channels
+    check(lambda a: F.max_pool2d(a, 2), torch.zeros(1, 1, 4, 4, dtype=torch.bool))
+    check(lambda a: F.avg_pool2d(a, 2), make((1, 1, 4, 4), torch.int32))
+    check(lambda a: F.avg_pool2d(a, 2, divisor_override=0), make((1, 1, 4, 4), torch.float32))
+    check(lambda a: F.avg_pool2d(a, 4, padding=3), make((1, 1, 4, 4), torch.float32))
+    check(lambda a: F.avg_pool2d(a, 5), make((1, 1, 4, 4), torch.float32))
+    check(lambda a: F.adaptive_avg_pool2d(a, (-1, 2)), make((1, 1, 4, 4), torch.float32))
+    check(lambda a: F.adaptive_avg_pool2d(a, 2), make((4, 4), torch.float32))
+    check(lambda a: F.adaptive_avg_pool2d(a, 2), torch.zeros(1, 1, 0, 4))
+    check(lambda a: F.adaptive_max_pool2d(a, 2), make((1, 1, 4, 4), torch.int32))
+    check(lambda a: F.adaptive_max_pool2d(a, 2), make((4, 4), torch.float32))
+    check(lambda a: F.adaptive_avg_pool2d(a, 2), make((1, 1, 4, 4), torch.int64))
+
+
+# ---------------------------------------------------------------- avg pooling
+
+AVG_CASES = [  # kernel, stride, padding, ceil_mode, count_include_pad, divisor_override
+    (2, None, 0, False, True, None),
+    (3, 2, 1, False, True, None),
+    (3, 2, 1, True, False, None),
+    ((2, 3), (2, 1), (1, 1), True, True, None),
+    (3, 2, 1, True, True, 5),
+    (3, 3, 1, True, False, None),
+    (4, 3, 2, True, True, None),
+    (3, 1, 0, False, False, 2),
+]
+
+
+@pytest.mark.parametrize("case", AVG_CASES, ids=str)
+def test_avg_pool2d_forward_backward(case):
+    k, s, p, ceil, cip, div = case
+    x = make((2, 3, 8, 9), torch.float32, seed=3)
+    compare_grad(lambda a: F.avg_pool2d(a, k, s, p, ceil, cip, div), x)
+    compare_grad(lambda a: F.avg_pool2d(channels_last(a), k, s, p, ceil, cip, div), x)
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int64], ids=str)
+def test_avg_pool2d_dtypes_and_layouts(dtype):
+    x = make((2, 3, 7, 6), dtype, seed=4)
+    for _, layout in list(layouts(x)) + [("channels_last", channels_last)]:
+        check(lambda a: F.avg_pool2d(layout(a), 3, 2, 1, ceil_mode=True), x)
+        check(lambda a: F.avg_pool2d(layout(a), 2, 1, count_include_pad=False), x)
+    check(lambda a: F.avg_pool2d(a, 2), make((3, 5, 5), dtype))          # no batch dim
+    check(lambda a: F.avg_pool2d(a, 2), torch.empty(0, 3, 4, 4, dtype=dtype))
+    if dtype.is_floating_point:
+        compare_grad(lambda a: F.avg_pool2d(a, 3, 2, 1, ceil_mode=True, count_include_pad=False), x)
+        compare_grad(lambda a: F.avg_pool2d(a, 2), torch.empty(0, 3, 4, 4, dtype=dtype))
+
+
+def test_avg_pool1d_and_3d():
+    x = make((2, 3, 11), torch.float32)
+    for k, s, p, ceil, cip in ((3, 2, 1, True, False), (2, None, 0, False, True), (4, 1, 2, True, True)):
+        compare_grad(lambda a: F.avg_pool1d(a, k, s, p, ceil, cip), x)
+    x3 = make((2, 2, 5, 6, 4), torch.float32)
+    for k, s, p, ceil, cip, div in ((2, 1, 1, False, True, None), (3, 2, 1, True, False, None),
+                                    ((1, 2, 3), (1, 2, 1), (0, 1, 1), True, True, 3)):
+        compare_grad(lambda a: F.avg_pool3d(a, k, s, p, ceil, cip, div), x3)
+    compare_grad(lambda a: F.avg_pool3d(a.contiguous(memory_format=torch.channels_last_3d), 2, 1, 1), x3)
+
+
+def test_avg_pool_out_variants():
+    x = make((2, 2, 6, 6), torch.float32)
+    check(lambda a: torch.ops.aten.avg_pool2d.out(a, [2, 2], [2, 2], [0, 0], False, True, None,
+                                                  out=torch.empty(0, device=a.device)), x)
+    g = make((2, 2, 3, 3), torch.float32)
+    check(lambda gg, a: torch.ops.aten.avg_pool2d_backward.grad_input(
+        gg, a, [2, 2], [2, 2], [0, 0], False, True, None,
+        grad_input=torch.empty(0, device=a.device)), g, x)
+
+
+# ---------------------------------------------------------------- adaptive pooling
+
+ADAPTIVE_SIZES = [(3, 2), (1, 1), (5, 7), (4, 4), (2, 9), (None, 3)]
+
+
+@pytest.mark.parametrize("size", ADAPTIVE_SIZES, ids=str)
+def test_adaptive_pool2d(size):
+    x = make((2, 3, 7, 9), torch.float32, seed=5)
+    compare_grad(lambda a: F.adaptive_avg_pool2d(a, size), x)
+    compare_grad(lambda a: F.adaptive_max_pool2d(a, size), x)
+    check(lambda a: F.adaptive_max_pool2d(a, size, return_indices=True), x)
+    compare_grad(lambda a: F.adaptive_avg_pool2d(channels_last(a), size), x)
+    compare_grad(lambda a: F.adaptive_max_pool2d(channels_last(a), size), x)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_adaptive_pool_dtypes_layouts_dims(dtype):
+    x = make((2, 3, 7, 6), dtype, seed=6)
+    for _, layout in layouts(x):
+        check(lambda a: F.adaptive_avg_pool2d(layout(a), (3, 4)), x)
+        check(lambda a: F.adaptive_max_pool2d(layout(a), (4, 3), return_indices=True), x)
+    compare_grad(lambda a: F.adaptive_avg_pool2d(a, (4, 5)), x)
+    compare_grad(lambda a: F.adaptive_max_pool2d(a, (4, 5)), x)
+    compare_grad(lambda a: F.adaptive_avg_pool2d(a, 2), make((3, 5, 5), dtype))   # no batch dim
+    compare_grad(lambda a: F.adaptive_avg_pool2d(a, 2), torch.empty(0, 3, 5, 5, dtype=dtype))
+    x1 = make((2, 3, 10), dtype)
+    compare_grad(lambda a: F.adaptive_avg_pool1d(a, 4), x1)
+    compare_grad(lambda a: F.adaptive_max_pool1d(a, 3), x1)
+    x3 = make((2, 2, 5, 6, 4), dtype)
+    compare_grad(lambda a: F.adaptive_avg_pool3d(a, (2, 3, 3)), x3)
+    compare_grad(lambda a: F.adaptive_max_pool3d(a, (3, 2, 3)), x3)
+
+
+# ---------------------------------------------------------------- a model
+
+def test_pooling_model_strict_native():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.MaxPool2d(3, 2, 1),
+        torch.nn.AvgPool2d(2, ceil_mode=True),
+        torch.nn.AdaptiveAvgPool2d((3, 3)),
+        torch.nn.Upsample(scale_factor=2, mode="bilinear"),
+        torch.nn.AdaptiveMaxPool2d(4),
+        torch.nn.Upsample(size=(7, 5), mode="nearest"),
+    )
+    x = make((2, 3, 16, 14), torch.float32)
+    compare_grad(model, x)
+    compare_grad(lambda a: model(channels_last(a)), x)

@@ -1,0 +1,162 @@
+"""Upsampling (F.interpolate) against PyTorch's CPU: nearest, nearest-exact, linear, bilinear,
+bicubic and trilinear, forward and autograd backward, with sizes or scale factors,
+align_corners, layouts, dtypes, empty batches and bad arguments."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from helpers import TOLERANCE, check, layouts, make
+
+pytestmark = pytest.mark.usefixtures("strict_native")
+
+FLOATS = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
+
+
+def tol(dtype):
+    return TOLERANCE.get(dtype, {})
+
+
+def compare_grad(fn, x, seed=7):
+    """fn(x) and the autograd gradient of x, CPU vs vk."""
+    dtype = x.dtype
+    xc = x.clone().requires_grad_()
+    xv = x.to("vk").requires_grad_()
+    yc = fn(xc)
+    yv = fn(xv)
+    assert yv.device.type == "vk"
+    torch.testing.assert_close(yv.cpu(), yc.detach(), **tol(dtype))
+    assert yv.is_contiguous(memory_format=torch.channels_last) == yc.is_contiguous(
+        memory_format=torch.channels_last)
+    g = make(yc.shape, dtype, seed=seed)
+    (gc,) = torch.autograd.grad(yc, xc, g)
+    (gv,) = torch.autograd.grad(yv, xv, g.to("vk"))
+    assert gv.device.type == "vk"
+    if dtype in (torch.float16, torch.bfloat16) and gc.numel() > 0:
+        # Sums of many weighted terms: the 16-bit CPU kernels round their weights to the
+        # storage type; compare both with the float64 gradient instead.
+        xd = x.double().requires_grad_()
+        (gd,) = torch.autograd.grad(fn(xd), xd, g.double())
+        err_cpu = (gc.double() - gd).abs().max().item()
+        err_vk = (gv.cpu().double() - gd).abs().max().item()
+        assert err_vk <= 2 * err_cpu + tol(dtype)["atol"], (err_vk, err_cpu)
+    else:
+        torch.testing.assert_close(gv.cpu(), gc, **tol(dtype))
+
+
+def channels_last(x):
+    return x.contiguous(memory_format=torch.channels_last)
+
+
+NEAREST_2D = [  # size, scale_factor
+    (None, 2), (None, 3), (None, (2, 3)), ((5, 7), None), ((3, 2), None), (None, 0.5),
+    (None, 1.7), ((9, 4), None), (None, (0.6, 2.5)),
+]
+
+
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+@pytest.mark.parametrize("case", NEAREST_2D, ids=str)
+def test_nearest2d(mode, case):
+    size, scale = case
+    x = make((2, 3, 5, 6), torch.float32)
+    fn = lambda a: F.interpolate(a, size=size, scale_factor=scale, mode=mode)
+    compare_grad(fn, x)
+    compare_grad(lambda a: fn(channels_last(a)), x)
+    if scale is not None:
+        compare_grad(lambda a: F.interpolate(a, scale_factor=scale, mode=mode,
+                                             recompute_scale_factor=True), x)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact", "linear"])
+def test_1d_modes(mode):
+    x = make((2, 3, 7), torch.float32)
+    kw = {} if mode.startswith("nearest") else {"align_corners": False}
+    for size, scale in ((None, 2), (None, 2.5), (13, None), (4, None), (None, 0.4), (7, None)):
+        compare_grad(lambda a: F.interpolate(a, size=size, scale_factor=scale, mode=mode, **kw), x)
+    if mode == "linear":
+        for size in (13, 1, 4):
+            compare_grad(lambda a: F.interpolate(a, size=size, mode=mode, align_corners=True), x)
+
+
+BILINEAR = [  # size, scale_factor, align_corners
+    (None, 2, False), (None, 2, True), ((7, 9), None, False), ((7, 9), None, True),
+    ((3, 2), None, False), ((3, 2), None, True), (None, (1.5, 0.7), False), ((1, 1), None, True),
+    ((1, 4), None, False), ((5, 6), None, False),
+]
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("case", BILINEAR, ids=str)
+def test_bilinear_bicubic(mode, case):
+    size, scale, align = case
+    x = make((2, 3, 5, 6), torch.float32)
+    fn = lambda a: F.interpolate(a, size=size, scale_factor=scale, mode=mode, align_corners=align)
+    compare_grad(fn, x)
+    compare_grad(lambda a: fn(channels_last(a)), x)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact", "bilinear", "bicubic"])
+def test_dtypes_and_layouts(mode, dtype):
+    x = make((2, 3, 4, 5), dtype)
+    kw = {} if mode.startswith("nearest") else {"align_corners": False}
+    for _, layout in list(layouts(x)) + [("channels_last", channels_last)]:
+        check(lambda a: F.interpolate(layout(a), scale_factor=(1.5, 2), mode=mode, **kw), x)
+    compare_grad(lambda a: F.interpolate(a, size=(7, 3), mode=mode, **kw), x)
+    compare_grad(lambda a: F.interpolate(a, size=(6, 8), mode=mode, **kw),
+                 torch.empty(0, 3, 4, 5, dtype=dtype))
+
+
+def test_uint8_nearest():
+    x = make((2, 3, 4, 5), torch.uint8)
+    for mode in ("nearest", "nearest-exact"):
+        check(lambda a: F.interpolate(a, scale_factor=2.5, mode=mode), x)
+        check(lambda a: F.interpolate(channels_last(a), size=(3, 9), mode=mode), x)
+        check(lambda a: F.interpolate(a, size=9, mode=mode), x[0])
+
+
+def test_3d_modes():
+    x = make((2, 2, 3, 4, 5), torch.float32)
+    for mode in ("nearest", "nearest-exact", "trilinear"):
+        kw = {} if mode.startswith("nearest") else {"align_corners": False}
+        compare_grad(lambda a: F.interpolate(a, scale_factor=(2, 1.5, 0.8), mode=mode, **kw), x)
+        compare_grad(lambda a: F.interpolate(
+            a.contiguous(memory_format=torch.channels_last_3d), size=(4, 3, 7), mode=mode, **kw), x)
+    compare_grad(lambda a: F.interpolate(a, size=(5, 7, 2), mode="trilinear", align_corners=True), x)
+
+
+def test_special_values():
+    nan, inf = float("nan"), float("inf")
+    x = torch.tensor([[[[1.0, nan, 2.0], [inf, -inf, 0.0]]]])
+    check(lambda a: F.interpolate(a, scale_factor=2, mode="nearest"), x)
+    check(lambda a: F.interpolate(a, size=(3, 5), mode="nearest-exact"), x)
+
+
+def test_out_variants_and_direct_ops():
+    x = make((2, 3, 4, 5), torch.float32)
+    check(lambda a: torch.ops.aten.upsample_nearest2d.out(a, [8, 10], None, None,
+                                                          out=torch.empty(0, device=a.device)), x)
+    check(lambda a: torch.ops.aten.upsample_bilinear2d.out(a, [6, 7], True, None, None,
+                                                           out=torch.empty(0, device=a.device)), x)
+    g = make((2, 3, 6, 7), torch.float32)
+    check(lambda gg: torch.ops.aten.upsample_bilinear2d_backward(gg, [6, 7], [2, 3, 4, 5], False, 1.5, 1.4), g)
+    check(lambda gg: torch.ops.aten.upsample_nearest2d_backward.grad_input(
+        gg, [6, 7], [2, 3, 4, 5], None, None, grad_input=torch.empty(0, device=gg.device)), g)
+    # explicit scales that do not match the sizes (the kernel must use them as the CPU does)
+    check(lambda a: torch.ops.aten.upsample_nearest2d(a, [6, 7], 3.0, 0.5), x)
+    check(lambda a: torch.ops.aten._upsample_nearest_exact2d(a, [6, 7], 3.0, 0.5), x)
+    check(lambda a: torch.ops.aten.upsample_bilinear2d(a, [6, 7], False, 3.0, 0.5), x)
+    check(lambda a: torch.ops.aten.upsample_bicubic2d(a, [6, 7], False, 3.0, 0.5), x)
+    check(lambda gg: torch.ops.aten.upsample_nearest2d_backward(gg, [6, 7], [2, 3, 4, 5], 3.0, 0.5), g)
+
+
+def test_bad_input():
+    x = make((1, 2, 3, 4), torch.float32)
+    check(lambda a: F.interpolate(a, size=(0, 4)), x)                       # output size 0
+    check(lambda a: F.interpolate(a, size=(-1, 4)), x)
+    check(lambda a: F.interpolate(a, scale_factor=0.1), x)                  # rounds to 0
+    check(lambda a: torch.ops.aten.upsample_nearest2d(a, [4], None, None), x)   # wrong length
+    check(lambda a: torch.ops.aten.upsample_nearest2d(a, [4, 4], None, None), x[0])  # 3-D input
+    check(lambda a: torch.ops.aten.upsample_bilinear2d(a, [4, 4], False, None, None), torch.zeros(1, 2, 0, 4))
+    check(lambda a: F.interpolate(a, scale_factor=2, mode="bilinear"), x.to(torch.int32))
+    check(lambda a: F.interpolate(a, scale_factor=2, mode="nearest"), x.to(torch.int32))
+    check(lambda a: F.interpolate(a, scale_factor=2, mode="linear"), x[0].to(torch.uint8))
