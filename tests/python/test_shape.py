@@ -93,6 +93,7 @@ def test_cat_backward():
 
 
 # ---------------------------------------------------------------- factories
+@pytest.mark.filterwarnings("ignore:torch.range is deprecated")
 @pytest.mark.parametrize("dtype", NUM_DTYPES, ids=str)
 def test_arange_range(dtype):
     vk = torch.device("vk")
