@@ -189,10 +189,6 @@ def test_bad_inputs_raise_like_cpu():
         F.scaled_dot_product_attention(q.to(VK), k.to(VK), k.to(VK))
 
 
-# masked_fill's native vk kernel is being added on another branch; until it lands that fallback
-# is the only blocker of this test (any other failure still fails it).
-@pytest.mark.xfail(raises=NotImplementedError, strict=False,
-                   reason="aten::masked_fill_ not native on vk yet")
 def test_explicit_attention_formulation():
     # The hand-written attention of many models: matmul, masked_fill, softmax, matmul.
     B, H, L, E = 2, 2, 9, 16

@@ -280,14 +280,6 @@ def test_grad_scaler_with_fused_adam():
             assert_close(a, e, **TOLERANCE[torch.float32])
 
 
-# clip_grad_norm_ stacks the per-tensor norms (torch.stack -> aten::cat.out), whose native vk
-# kernel is being added on another branch; until it lands that fallback is the only blocker
-# (any other failure still fails these tests).
-NEEDS_NATIVE_CAT = pytest.mark.xfail(raises=NotImplementedError, strict=False,
-                                     reason="torch.stack (aten::cat.out) not native on vk yet")
-
-
-@NEEDS_NATIVE_CAT
 @pytest.mark.parametrize("foreach", [False, True])
 @pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")])
 def test_clip_grad_norm(foreach, norm_type):
@@ -305,7 +297,6 @@ def test_clip_grad_norm(foreach, norm_type):
         assert_close(a, e, **TOLERANCE[torch.float32])
 
 
-@NEEDS_NATIVE_CAT
 @pytest.mark.parametrize("foreach", [False, True])
 def test_clip_grad_norm_nonfinite(foreach):
     p = torch.zeros(3, device=VK, requires_grad=True)
