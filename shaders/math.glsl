@@ -23,6 +23,11 @@ bool tvk_isinf(float x) { return (floatBitsToUint(x) & 0x7fffffffu) == 0x7f80000
 bool tvk_isfinite(float x) { return (floatBitsToUint(x) & 0x7f800000u) != 0x7f800000u; }
 
 // x * 2^k for |k| up to ~300 without an out-of-range ldexp exponent.
+// Same names as the float64 helpers (math_f64.glsl), so expressions are written once; the
+// float32 built-ins are correct on every driver we test.
+float tvk_trunc(float x) { return trunc(x); }
+float tvk_round_even(float x) { return roundEven(x); }
+
 float tvk_ldexp(float x, int k) {
   int h = k / 2;
   return ldexp(ldexp(x, h), k - h);

@@ -19,6 +19,20 @@ bool tvk_isfinite(double x) {
   return (doubleBitsToUint64(x) & 0x7ff0000000000000ul) != 0x7ff0000000000000ul;
 }
 
+// trunc and roundEven built from floor: lavapipe (Mesa 22.3, LLVM) miscompiles the double
+// forms of trunc / roundEven on some x86 CPUs (seen on AVX2 AMD EPYC: trunc(72756212.53)
+// returned its input, roundEven(3.5) gave 3). floor is correct everywhere, and x - floor(x)
+// is exact, so these are exact too. Signed zeros and NaN behave like the built-ins.
+double tvk_trunc(double x) { return x < 0.0lf ? -floor(-x) : floor(x); }
+
+double tvk_round_even(double x) {
+  if (x == 0.0lf || !tvk_isfinite(x)) return x;
+  double r = floor(x);
+  double d = x - r;  // exact, in [0, 1)
+  if (d > 0.5lf || (d == 0.5lf && r - 2.0lf * floor(r * 0.5lf) != 0.0lf)) r += 1.0lf;
+  return r == 0.0lf ? (x < 0.0lf ? -0.0lf : 0.0lf) : r;
+}
+
 double tvk_ldexp(double x, int k) {
   int h = k / 2;
   return ldexp(ldexp(x, h), k - h);
@@ -45,7 +59,7 @@ double tvk_exp(double x) {
   if (tvk_isnan(x)) return x;
   if (x > 709.782712893383973) return TVK_F64_INF;
   if (x < -746.0lf) return 0.0lf;
-  double k = roundEven(x * 1.4426950408889634lf);
+  double k = tvk_round_even(x * 1.4426950408889634lf);
   // ln2 = 0.6931471803691238 (32 bits, k * hi exact) + 1.9082149292705877e-10
   precise double r = (x - k * 0.6931471803691238lf) - k * 1.9082149292705877e-10lf;
   return tvk_ldexp(tvk_exp_poly(r), int(k));
@@ -55,7 +69,7 @@ double tvk_exp2(double x) {
   if (tvk_isnan(x)) return x;
   if (x >= 1024.0lf) return TVK_F64_INF;
   if (x < -1080.0lf) return 0.0lf;
-  double k = roundEven(x);
+  double k = tvk_round_even(x);
   precise double r = (x - k) * 0.6931471805599453lf;
   return tvk_ldexp(tvk_exp_poly(r), int(k));
 }
@@ -397,7 +411,7 @@ double tvk_div_floor(double a, double b) {
   return f;
 }
 
-double tvk_div_trunc(double a, double b) { return b == 0.0lf ? tvk_div_zero(a, b) : trunc(a / b); }
+double tvk_div_trunc(double a, double b) { return b == 0.0lf ? tvk_div_zero(a, b) : tvk_trunc(a / b); }
 
 double tvk_lerp(double a, double b, double w) {
   double r = abs(w) < 0.5lf ? a + w * (b - a) : b - (b - a) * (1.0lf - w);
@@ -449,7 +463,7 @@ double tvk_reduce_pio2_large(double ax, out uint q) {
 // pi/2 in 26-bit parts below 1e8 (k < 2^26: exact products), Payne-Hanek above.
 double tvk_reduce_pio2(double ax, out uint q) {
   if (ax >= 1.0e8lf) return tvk_reduce_pio2_large(ax, q);
-  double k = roundEven(ax * 0.6366197723675814lf);
+  double k = tvk_round_even(ax * 0.6366197723675814lf);
   q = uint(mod(k, 4.0lf));
   precise double r = (((ax - k * TVK_PIO2_PARTS[0]) - k * TVK_PIO2_PARTS[1]) - k * TVK_PIO2_PARTS[2]) -
                      k * TVK_PIO2_PARTS[3];
@@ -711,7 +725,7 @@ double tvk_digamma(double x) {
       return tvk_root_series(d, c);
     }
   }
-  double f = x - roundEven(x);
+  double f = x - tvk_round_even(x);
   double pf = 3.141592653589793lf * f;
   double cot = tvk_cos(pf) / tvk_sin(pf);
   return (tvk_digamma_pos(-x) - 1.0lf / x) - 3.141592653589793lf * cot;

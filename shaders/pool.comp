@@ -25,7 +25,7 @@
 //   [batch, D, H, W, channels]. Every operand (input, output, indices) uses the same layout.
 //   Invocation q enumerates the elements it produces in memory order (coalesced stores, and
 //   coalesced loads along W or along the channels).
-//   flags bit 1: count_include_pad. divisor > 0: divisor_override.
+//   flags bit 1: count_include_pad. divisor != 0: divisor_override (may be negative).
 //   Specialization constants: 0 = local_size_x, 1 = in dtype, 2 = out dtype (-1: push constants).
 //   Grid: 1-D, any number of workgroups (a grid-stride loop covers the rest).
 #extension GL_GOOGLE_include_directive : require
@@ -170,7 +170,7 @@ void forward(int q) {
         sum += LOAD_T(pc.in_addr, g_in_dt, offset_of(n, c, ivec3(d, h, w), isz));
 #if OP == 1
   int count = (hi.x - lo.x) * (hi.y - lo.y) * (hi.z - lo.z);
-  int divide = pc.divisor > 0 ? pc.divisor : ((pc.flags & 2) != 0 ? pool_size : count);
+  int divide = pc.divisor != 0 ? pc.divisor : ((pc.flags & 2) != 0 ? pool_size : count);
   STORE_T(pc.out_addr, g_out_dt, out_pos, sum / T(divide));
 #else  // the CPU divides by each extent in turn: sum / kd / kh / kw
   STORE_T(pc.out_addr, g_out_dt, out_pos, sum / T(hi.x - lo.x) / T(hi.y - lo.y) / T(hi.z - lo.z));
@@ -186,7 +186,7 @@ int avg_divisor(ivec3 o) {
   int pool_size = (hi.x - lo.x) * (hi.y - lo.y) * (hi.z - lo.z);
   lo = max(lo, ivec3(0));
   hi = min(hi, g_in_size);
-  if (pc.divisor > 0) return pc.divisor;
+  if (pc.divisor != 0) return pc.divisor;
   if ((pc.flags & 2) != 0) return pool_size;
   return (hi.x - lo.x) * (hi.y - lo.y) * (hi.z - lo.z);
 }

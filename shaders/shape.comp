@@ -97,7 +97,7 @@ float from_bits(uint64_t b) { return uintBitsToFloat(uint(b)); }
 // base^e, exact by repeated squaring for small integral exponents (integer logspace outputs
 // truncate, so 2^3 must be 8, not 7.999...), else tvk_pow.
 T power(T base, T e) {
-  if (e != trunc(e) || abs(e) > T(64)) return tvk_pow(base, e);
+  if (e != tvk_trunc(e) || abs(e) > T(64)) return tvk_pow(base, e);
   int k = int(abs(e));
   T r = T(1), b = base;
   while (k > 0) {

@@ -119,8 +119,8 @@ void pool(Stream& stream, const Pool& p) {
     check_operand(p.indices, "indices", f64);
     if (p.indices.dtype != DType::Int64) invalid(kWhere, "indices must be Int64");
   }
-  if (p.op == PoolOp::Avg && p.divisor_override < 0) invalid(kWhere, "negative divisor_override");
-  if (p.divisor_override > kMaxIndex) invalid(kWhere, "divisor_override exceeds int32");
+  if (p.divisor_override > kMaxIndex || p.divisor_override < -kMaxIndex)
+    invalid(kWhere, "divisor_override exceeds int32");
 
   const std::string name = std::string("pool.") + op_name(p.op) + "." + kind_name;
   const ShaderBinary* shader = find_shader(name);

@@ -40,7 +40,7 @@ struct Pool {
   // Window geometry (Max, Avg and their backward; ignored by the adaptive ops).
   std::array<int64_t, 3> kernel{1, 1, 1}, stride{1, 1, 1}, pad{0, 0, 0}, dilation{1, 1, 1};
   bool count_include_pad = true;  // Avg
-  int64_t divisor_override = 0;   // Avg: > 0 replaces the window size
+  int64_t divisor_override = 0;   // Avg: != 0 replaces the window size (PyTorch allows < 0)
   Operand out;      // y (forward) or grad_input (backward)
   Operand in;       // x (forward) or grad_output (backward)
   Operand indices;  // Int64, laid out like the pooled output: written by Max / AdaptiveMax

@@ -164,6 +164,7 @@ AVG_CASES = [  # kernel, stride, padding, ceil_mode, count_include_pad, divisor_
     (3, 3, 1, True, False, None),
     (4, 3, 2, True, True, None),
     (3, 1, 0, False, False, 2),
+    (2, 1, 1, False, True, -3),  # PyTorch accepts a negative override
 ]
 
 
