@@ -91,6 +91,14 @@ void check_dtype(const char* where, DType dtype, const char* what) {
     invalid(where, std::string(what) + ": invalid dtype code " + std::to_string(code));
 }
 
+void check_operand(const char* where, const Operand& op, const std::string& what, bool f64) {
+  check_dtype(where, op.dtype, what.c_str());
+  if (op.address == 0) invalid(where, what + ": address is 0");
+  if (op.address % dtype_size(op.dtype) != 0)
+    invalid(where, what + ": address is not aligned to its element size");
+  if (op.dtype == DType::Float64 && !f64) invalid(where, what + ": float64 operands need the Float64 kind");
+}
+
 uint32_t group_count(Stream& stream, int64_t items, uint32_t per_group) {
   int64_t groups = (items + per_group - 1) / per_group;
   int64_t cap = std::min<int64_t>(tuning().max_workgroups,

@@ -57,6 +57,11 @@ void check_offsets(const char* where, const Dims& d, int k, const char* what);
 
 void check_dtype(const char* where, DType dtype, const char* what);
 
+// Validates an operand of a launcher: a known dtype, a non-null address aligned to the element
+// size, and no float64 operand unless the launch computes in float64 (`f64`). Throws
+// std::invalid_argument("<where>: <what>: ...").
+void check_operand(const char* where, const Operand& op, const std::string& what, bool f64);
+
 // Workgroup count for `items` work items of `per_group` each, capped by the device and Tuning.
 uint32_t group_count(Stream& stream, int64_t items, uint32_t per_group);
 

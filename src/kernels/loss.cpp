@@ -70,11 +70,7 @@ int operand_count(const LossElementwise& p) {
 }
 
 void check_operand(const Operand& op, const std::string& what, bool f64) {
-  check_dtype(kWhere, op.dtype, what.c_str());
-  if (op.address == 0) invalid(kWhere, what + ": address is 0");
-  if (op.address % dtype_size(op.dtype) != 0)
-    invalid(kWhere, what + ": address is not aligned to its element size");
-  if (op.dtype == DType::Float64 && !f64) invalid(kWhere, what + ": float64 operands need the Float64 kind");
+  kernels::check_operand(kWhere, op, what, f64);
 }
 
 bool check_kind(Stream& stream, ComputeKind kind) {

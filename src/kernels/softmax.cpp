@@ -52,12 +52,7 @@ const char* op_name(SoftmaxOp op) {
 }
 
 void check_operand(const Operand& op, const char* what, bool f64) {
-  check_dtype(kWhere, op.dtype, what);
-  if (op.address == 0) invalid(kWhere, std::string(what) + ": address is 0");
-  if (op.address % dtype_size(op.dtype) != 0)
-    invalid(kWhere, std::string(what) + ": address is not aligned to its element size");
-  if (op.dtype == DType::Float64 && !f64)
-    invalid(kWhere, std::string(what) + ": float64 operands need the Float64 kind");
+  kernels::check_operand(kWhere, op, what, f64);
 }
 
 uint32_t workgroup_for(int64_t dim) {
