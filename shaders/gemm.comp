@@ -4,6 +4,8 @@
 // Built per (algorithm, compute kind) by tools/build_shaders.py (shaders/gemm.variants.toml):
 //   GEMM_TILED  1: shared-memory tiles (the GPU profile); 0: "direct", every invocation reads
 //               its operands straight from memory (no shared memory, no barriers).
+//   GEMM_LANES  1: "lanes", for devices whose invocations are the SIMD lanes of a CPU (see
+//               the section below); needs subgroup broadcast. Overrides GEMM_TILED.
 //   KIND        the accumulator kind (common.glsl): KIND_FLOAT32 for float16 / bfloat16 /
 //               float32 operands, KIND_INT32 (wrapping 32-bit math: exact modulo 2^32, so
 //               narrower integer outputs wrap exactly like PyTorch's), KIND_INT64, KIND_FLOAT64.
@@ -31,9 +33,11 @@
 //     10 A_LOAD       tiled: how a workgroup loads its A tile: 0 k fastest, 1 m fastest,
 //                     2 vec4 along k, 3 vec4 along m; direct: 0 scalar loads, 2 vec4 along k,
 //                     3 vec4 along m (vec4 only in the float32 kind for float32 storage with
-//                     the alignment and sizes the launcher checked)
+//                     the alignment and sizes the launcher checked); lanes: 0 scalar,
+//                     4 float32 pairs along k as one 64-bit load
 //     11 B_LOAD       tiled: 0 n fastest, 1 k fastest, 2 vec4 along n, 3 vec4 along k;
-//                     direct: 0 scalar, 2 vec4 along n, 3 vec4 along k
+//                     direct: 0 scalar, 2 vec4 along n, 3 vec4 along k; lanes: 0 scalar,
+//                     4 float32 pairs along n as one 64-bit load
 //     12 UNIT         bit set: that stride is 1 (folds the multiply): 1 a_cs, 2 a_rs, 4 b_rs,
 //                     8 b_cs, 16 c_cs, 32 c_rs (direct only; the tiled launcher passes 0)
 //   Loops over TM / TN / BK carry [[unroll]]: the driver unrolls them once the specialization
@@ -41,6 +45,10 @@
 //   was worth ~2x).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
+#if GEMM_LANES
+#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_EXT_shader_subgroup_extended_types_int64 : require
+#endif
 
 #ifndef KIND
 #define KIND 0
@@ -52,6 +60,9 @@
 
 #ifndef GEMM_TILED
 #define GEMM_TILED 0
+#endif
+#ifndef GEMM_LANES
+#define GEMM_LANES 0
 #endif
 
 layout(local_size_x_id = 0) in;
@@ -162,7 +173,108 @@ void store_block(int bt, int row0, int col0, int tm, int tn) {
   }
 }
 
-#if GEMM_TILED
+#if GEMM_LANES
+// ---------------------------------------------------------------- lanes (CPU-class devices)
+// On a CPU driver (lavapipe) the invocations of a subgroup are the SIMD lanes of one core: an
+// FMA is one vector instruction for all lanes, while every buffer load is a loop over the
+// lanes. So this algorithm minimizes loads per FMA:
+//   * one workgroup is one subgroup of WN lanes (WM == 1; the launcher checks the subgroup size);
+//     it owns TM rows and WN * TN columns, every lane all TM rows and TN of the columns;
+//   * A is shared by all lanes: in a k step of KS values lane l loads A[row, k + l] (or the
+//     pair k + 2l, k + 2l + 1) for each row, and subgroupBroadcast hands the value of step q to
+//     every lane, so each A element is loaded once per workgroup instead of once per lane;
+//   * B: each lane loads its own TN columns of row k (pairs with B_LOAD 4).
+// Rows / columns past the end are clamped (loaded, never stored); k past the end contributes 0
+// (both factors zeroed, so inf / NaN in a clamped row cannot leak in).
+#if KIND == KIND_FLOAT32
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer RefPair { uint64_t v; };
+const bool PAIR_A = A_LOAD == 4, PAIR_B = B_LOAD == 4;
+T pair_half(uint64_t w, int h) {
+  uvec2 u = unpackUint2x32(w);
+  return uintBitsToFloat(h == 0 ? u.x : u.y);
+}
+#define LANES_FMA(a, b, acc) fma(a, b, acc)
+#else
+const bool PAIR_A = false, PAIR_B = false;
+#define LANES_FMA(a, b, acc) ((acc) + (a) * (b))
+#endif
+const int KA = PAIR_A ? 2 : 1;  // k values per lane and step
+const int KS = WN * KA;         // k per step
+
+int row_of(int tm, int i) { return i; }
+int col_of(int tn, int j) { return PAIR_B ? (j / 2) * 2 * WN + tn * 2 + (j % 2) : j * WN + tn; }
+
+void tile(int bt, int ty, int tx) {
+  const int lane = int(gl_SubgroupInvocationID);
+  const int row0 = ty * TM, col0 = tx * (WN * TN);
+  uint64_t a_base = batch_base(pc.a, bt, pc.a_bs, log2_size(DT_A));
+  uint64_t b_base = batch_base(pc.b, bt, pc.b_bs, log2_size(DT_B));
+  int a_off[TM], b_off[TN];
+  [[unroll]] for (int i = 0; i < TM; ++i) a_off[i] = min(row0 + i, pc.M - 1) * a_rs();
+  [[unroll]] for (int j = 0; j < TN; ++j) {
+    int n = col0 + col_of(lane, j);
+    if (PAIR_B) n = min(n - (j % 2), pc.N - 2) + (j % 2);  // N is even: pairs stay whole
+    b_off[j] = min(n, pc.N - 1) * b_cs();
+  }
+  [[unroll]] for (int i = 0; i < TM * TN; ++i) g_acc[i] = T(0);
+  for (int k = 0; k < pc.K; k += KS) {
+    // This lane's share of A for the step (K is even with pairs).
+    const int kl = k + lane * KA;
+    const int kc = min(kl, pc.K - KA);
+#if KIND == KIND_FLOAT32
+    uint64_t ap[PAIR_A ? TM : 1];
+    if (PAIR_A)
+      [[unroll]] for (int i = 0; i < TM; ++i) {
+        uint64_t w = RefPair(tvk_elem_addr(a_base, a_off[i] + kc, 2)).v;
+        ap[i] = kl < pc.K ? w : uint64_t(0);
+      }
+#endif
+    T as[PAIR_A ? 1 : TM];
+    if (!PAIR_A)
+      [[unroll]] for (int i = 0; i < TM; ++i) {
+        T v = load_a(a_base, a_off[i] + kc * a_cs());
+        as[i] = kl < pc.K ? v : T(0);
+      }
+    // Not unrolled: the body is already TM x TN x KA FMAs, and unrolling it WN times more
+    // multiplies the driver's compile time (seconds per pipeline on lavapipe) for little gain.
+    [[dont_unroll]] for (int q = 0; q < WN; ++q) {
+      T av[TM * KA];  // av[i * KA + h]: row i at k + q * KA + h
+#if KIND == KIND_FLOAT32
+      if (PAIR_A)
+        [[unroll]] for (int i = 0; i < TM; ++i) {
+          uint64_t w = subgroupBroadcast(ap[i], q);
+          av[i * KA] = pair_half(w, 0);
+          av[i * KA + KA - 1] = pair_half(w, 1);
+        }
+#endif
+      if (!PAIR_A)
+        [[unroll]] for (int i = 0; i < TM; ++i) av[i] = subgroupBroadcast(as[i], q);
+      [[unroll]] for (int h = 0; h < KA; ++h) {
+        const int kq = k + q * KA + h;
+        const int kb = min(kq, pc.K - 1) * b_rs();
+        T bv[TN];
+#if KIND == KIND_FLOAT32
+        if (PAIR_B)
+          [[unroll]] for (int j = 0; j < TN; j += 2) {
+            uint64_t w = RefPair(tvk_elem_addr(b_base, b_off[j] + kb, 2)).v;
+            bv[j] = pair_half(w, 0);
+            bv[j + 1] = pair_half(w, 1);
+          }
+#endif
+        if (!PAIR_B)
+          [[unroll]] for (int j = 0; j < TN; ++j) bv[j] = load_b(b_base, b_off[j] + kb);
+        if (kq >= pc.K)
+          [[unroll]] for (int j = 0; j < TN; ++j) bv[j] = T(0);
+        [[unroll]] for (int i = 0; i < TM; ++i)
+          [[unroll]] for (int j = 0; j < TN; ++j)
+            g_acc[i * TN + j] = LANES_FMA(av[i * KA + h], bv[j], g_acc[i * TN + j]);
+      }
+    }
+  }
+  store_block(bt, row0, col0, 0, lane);
+}
+
+#elif GEMM_TILED
 // ---------------------------------------------------------------- tiled (shared memory)
 #if KIND == KIND_FLOAT32
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer RefVec4 { vec4 v; };

@@ -20,8 +20,15 @@
 //                (~2 GFLOP/s, 0.25 s to compile) or cpu-small (0.05 s))
 //   cpu-mid      direct 8x8,    8x8 invocations         ->  64 x  64
 //   cpu-small    direct 4x4,    8x8 invocations         ->  32 x  32
+//   cpu-lanes    lanes  32x16, 1 x subgroup (8 on lavapipe) -> 32 x 128 (CPU devices with
+//                subgroup broadcast, float32 compute, problems of >= 2^24 multiply-adds: A is
+//                loaded once per workgroup and broadcast, float32 pairs as 64-bit loads.
+//                lavapipe, Mesa 22.3, 512^3 fp32: ~6-9 GFLOP/s against ~2 for cpu-large. Its
+//                pipelines take ~8 s to compile there (once per machine: Mesa's disk cache),
+//                hence the size threshold)
 //   skinny       direct 1x1,   64x1 invocations         (n == 1: gemv, dot, split-K combine)
-// GemmTuning::algo Tiled / Direct force the GPU profile's algorithm on any device (tests).
+// GemmTuning::algo Tiled / Direct force the GPU profile's algorithm on any device, Lanes the
+// cpu-lanes configuration wherever the device supports it (tests).
 // A cooperative-matrix algorithm would be one more Config kind chosen in choose_config() from
 // caps().cooperative_matrix, with its own shader variant.
 #include "kernels/gemm.h"
@@ -64,6 +71,7 @@ constexpr int64_t kMaxDim = kMaxIndex - 65536;
 struct Config {
   bool tiled = false;
   uint32_t tm = 1, tn = 1, wm = 64, wn = 1, bk = 16;
+  bool lanes = false;  // the lanes algorithm (wm == 1, wn == the subgroup size)
   uint32_t bm() const { return tm * wm; }
   uint32_t bn() const { return tn * wn; }
   uint32_t workgroup() const { return wm * wn; }
@@ -77,6 +85,7 @@ constexpr Config kCpuMedium{true, 16, 16, 8, 8, 4};
 constexpr Config kCpuMid{false, 8, 8, 8, 8, 16};
 constexpr Config kCpuSmall{false, 4, 4, 8, 8, 16};
 constexpr Config kSkinny{false, 1, 1, 64, 1, 16};
+constexpr Config kCpuLanes{false, 32, 16, 1, 0, 16, true};  // wn: the device's subgroup size
 
 const char* kind_name(ComputeKind kind) {
   switch (kind) {
@@ -153,20 +162,33 @@ bool aligned16(const GemmMatrix& x, int64_t batch) {
   return x.address % 16 == 0 && (batch == 1 || x.batch_stride % 4 == 0);
 }
 
+// The lanes algorithm needs one full subgroup per workgroup and subgroup broadcast. It serves
+// the float32 compute kind (float32 / float16 / bfloat16 operands) only: the other kinds are
+// rare in models and each variant costs seconds of driver compile time.
+bool lanes_supported(const DeviceCapabilities& caps, ComputeKind kind) {
+  return kind == ComputeKind::Float32 && caps.subgroup_ballot && caps.subgroup_size >= 4 &&
+         caps.subgroup_size <= 64 && caps.subgroup_size <= caps.max_workgroup_size[0];
+}
+
 Config choose_config(Stream& stream, const Gemm& p) {
   const DeviceCapabilities& caps = stream.device().caps();
   const GemmTuning& t = gemm_tuning();
   Config c;
   const bool cpu = caps.device_type == "cpu";
+  const bool lanes = lanes_supported(caps, p.kind);
   const double flops = double(p.m) * double(p.n) * double(p.k) * double(p.batch);
   if (p.n == 1) {
     c = kSkinny;
+  } else if (t.algo == GemmTuning::Algo::Lanes && lanes) {
+    c = kCpuLanes;
   } else if (t.algo == GemmTuning::Algo::Tiled) {
     c = (p.m >= 1024 && p.n >= 1024) ? kGpuLarge : kGpuMedium;
   } else if (t.algo == GemmTuning::Algo::Direct) {
     c = kGpuSmall;
   } else if (cpu) {
-    if (p.m >= 512 && p.n >= 512 && p.k >= 64)
+    if (lanes && p.m >= 64 && p.n >= 128 && p.k >= 32 && flops >= double(1 << 24))
+      c = kCpuLanes;
+    else if (p.m >= 512 && p.n >= 512 && p.k >= 64)
       c = kCpuLarge;
     else if (p.m >= 128 && p.n >= 128 && flops >= double(1 << 22))
       c = kCpuMedium;
@@ -181,28 +203,33 @@ Config choose_config(Stream& stream, const Gemm& p) {
   } else {
     c = kGpuSmall;
   }
-  if (t.algo == GemmTuning::Algo::Tiled) c.tiled = true;
-  if (t.algo == GemmTuning::Algo::Direct) c.tiled = false;
+  if (t.algo == GemmTuning::Algo::Tiled) c.tiled = true, c.lanes = false;
+  if (t.algo == GemmTuning::Algo::Direct) c.tiled = false, c.lanes = false;
   if (t.tm) c.tm = t.tm;
   if (t.tn) c.tn = t.tn;
   if (t.wm) c.wm = t.wm;
   if (t.wn) c.wn = t.wn;
   if (t.bk) c.bk = t.bk;
+  if (c.lanes) {  // one subgroup per workgroup, whatever the tuning says
+    c.wm = 1;
+    c.wn = caps.subgroup_size;
+  }
   if (c.tm == 0 || c.tn == 0 || c.wm == 0 || c.wn == 0 || c.bk == 0 || c.bk % 4 != 0 ||
       c.tm * c.tn > 1024)
     invalid(kWhere, "invalid tile configuration");
   // Device limits: fall back to a small direct configuration.
   uint64_t shared = c.tiled ? uint64_t(c.bk) * (c.bm() + c.bn()) * acc_size(p.kind) : 0;
-  if (c.workgroup() > caps.max_workgroup_invocations ||
-      c.workgroup() > caps.max_workgroup_size[0] || shared > caps.max_shared_memory_size)
+  if (!c.lanes && (c.workgroup() > caps.max_workgroup_invocations ||
+      c.workgroup() > caps.max_workgroup_size[0] || shared > caps.max_shared_memory_size))
     c = p.n == 1 ? Config{false, 1, 1, 32, 1, 16} : Config{false, 2, 2, 4, 8, 16};
   return c;
 }
 
 // One dispatch of `p` (already validated and normalized) with configuration `cfg`.
 void record(Stream& stream, const Gemm& p, const Config& cfg) {
-  const std::string name =
-      std::string("gemm.") + (cfg.tiled ? "tiled." : "direct.") + kind_name(p.kind);
+  const std::string name = std::string("gemm.") +
+                           (cfg.lanes ? "lanes." : cfg.tiled ? "tiled." : "direct.") +
+                           kind_name(p.kind);
   const ShaderBinary* shader = find_shader(name);
   if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
   const bool has_bias = p.bias.address != 0;
@@ -245,7 +272,19 @@ void record(Stream& stream, const Gemm& p, const Config& cfg) {
   const bool a_m = f32a && p.a.row_stride == 1 && p.m % 4 == 0 && p.a.col_stride % 4 == 0;
   const bool b_n = f32b && p.b.col_stride == 1 && p.n % 4 == 0 && p.b.row_stride % 4 == 0;
   const bool b_k = f32b && p.b.row_stride == 1 && p.k % 4 == 0 && p.b.col_stride % 4 == 0;
-  if (cfg.tiled) {
+  if (cfg.lanes) {
+    // Float32 pairs as one 64-bit load: contiguous along the pair axis, 8-byte aligned, and
+    // an even length so that no pair straddles the end.
+    const DeviceCapabilities& caps = stream.device().caps();
+    const bool pairs = gemm_tuning().vector_loads && p.kind == ComputeKind::Float32 &&
+                       caps.subgroup_extended_types && caps.int64;
+    auto pair_ok = [&](const GemmMatrix& x, int64_t length, int64_t other_stride) {
+      return pairs && x.dtype == DType::Float32 && x.address % 8 == 0 && length % 2 == 0 &&
+             other_stride % 2 == 0 && (p.batch == 1 || x.batch_stride % 2 == 0);
+    };
+    if (p.a.col_stride == 1 && pair_ok(p.a, p.k, p.a.row_stride)) a_load = 4;
+    if (p.b.col_stride == 1 && cfg.tn % 2 == 0 && pair_ok(p.b, p.n, p.b.row_stride)) b_load = 4;
+  } else if (cfg.tiled) {
     if (a_k)
       a_load = 2;
     else if (a_m && cfg.bm() % 4 == 0)
@@ -268,10 +307,11 @@ void record(Stream& stream, const Gemm& p, const Config& cfg) {
     else if (b_n && cfg.tn % 4 == 0)
       b_load = 2;
   }
-  // Unit strides fold the index math of the direct loops; the tiled loops read shared memory,
-  // so they are not specialized for them (fewer pipelines).
+  // Unit strides fold the index math of the direct loops; the tiled loops read shared memory
+  // and the lanes loops are bound by loads, so they are not specialized for them (fewer
+  // pipelines).
   uint32_t unit = 0;
-  if (!cfg.tiled)
+  if (!cfg.tiled && !cfg.lanes)
     unit = (p.a.col_stride == 1 ? 1u : 0u) | (p.a.row_stride == 1 ? 2u : 0u) |
            (p.b.row_stride == 1 ? 4u : 0u) | (p.b.col_stride == 1 ? 8u : 0u) |
            (p.c.col_stride == 1 ? 16u : 0u) | (p.c.row_stride == 1 ? 32u : 0u);
@@ -374,6 +414,7 @@ GemmTuning& gemm_tuning() {
     const char* v = std::getenv("TORCH_VK_GEMM_ALGO");
     if (v && std::string(v) == "tiled") d.algo = GemmTuning::Algo::Tiled;
     if (v && std::string(v) == "direct") d.algo = GemmTuning::Algo::Direct;
+    if (v && std::string(v) == "lanes") d.algo = GemmTuning::Algo::Lanes;
     return d;
   }();
   return t;

@@ -73,8 +73,10 @@ void gemm(Stream& stream, const Gemm& problem);
 
 // Knobs for tests and benchmarks (process-wide; change them only while nothing is launched).
 struct GemmTuning {
-  enum class Algo { Auto, Tiled, Direct };
-  Algo algo = Algo::Auto;  // TORCH_VK_GEMM_ALGO=tiled|direct forces one
+  enum class Algo { Auto, Tiled, Direct, Lanes };
+  // TORCH_VK_GEMM_ALGO=tiled|direct|lanes forces one (lanes only where the device can run it:
+  // subgroup broadcast; elsewhere the automatic choice stands)
+  Algo algo = Algo::Auto;
   // Non-zero: use this tile shape instead of the profile's (tm, tn: register block of one
   // invocation; wm, wn: invocations along M / N; bk: K step of the tiled algorithm, a
   // multiple of 4).

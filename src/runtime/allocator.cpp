@@ -213,7 +213,9 @@ struct Allocator::State {
       if (all) {
         release_block(pending[i].block);
       } else {
-        pending[keep++] = std::move(pending[i]);
+        // Never self-move: a vector moved onto itself may come out empty (no waits left).
+        if (keep != i) pending[keep] = std::move(pending[i]);
+        ++keep;
       }
     }
     pending.resize(keep);
@@ -479,8 +481,14 @@ struct HostAllocator::State {
       bool all = true;
       for (auto& [s, point] : pending[i].waits)
         all = all && device.stream(s).completed_point() >= point;
-      if (all) free_lists[pending[i].block->raw.size].push_back(pending[i].block);
-      else pending[keep++] = std::move(pending[i]);
+      if (all) {
+        free_lists[pending[i].block->raw.size].push_back(pending[i].block);
+      } else {
+        // Never self-move: a vector moved onto itself may come out empty, and a block with
+        // no waits left would be handed out while its copies still read it.
+        if (keep != i) pending[keep] = std::move(pending[i]);
+        ++keep;
+      }
     }
     pending.resize(keep);
   }

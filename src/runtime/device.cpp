@@ -280,6 +280,7 @@ void probe_device(VkPhysicalDevice pd, uint32_t instance_api, Probe* p) {
   c.int8 = p->f12.shaderInt8;
   c.int16 = core.shaderInt16;
   c.int64 = core.shaderInt64;
+  c.subgroup_extended_types = p->f12.shaderSubgroupExtendedTypes;
   c.storage_8bit = p->f12.storageBuffer8BitAccess;
   c.storage_16bit = p->f11.storageBuffer16BitAccess;
   c.buffer_device_address = p->f12.bufferDeviceAddress;
@@ -294,7 +295,7 @@ void probe_device(VkPhysicalDevice pd, uint32_t instance_api, Probe* p) {
   if (env_flag("TORCH_VK_DISABLE_UNIFIED_MEMORY")) c.unified_memory = false;
   if (env_flag("TORCH_VK_DISABLE_SUBGROUPS")) {
     c.subgroup_basic = c.subgroup_vote = c.subgroup_arithmetic = false;
-    c.subgroup_ballot = c.subgroup_shuffle = false;
+    c.subgroup_ballot = c.subgroup_shuffle = c.subgroup_extended_types = false;
   }
 }
 

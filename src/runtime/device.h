@@ -53,6 +53,7 @@ struct DeviceCapabilities {
   uint32_t subgroup_size = 0;
   bool subgroup_basic = false, subgroup_vote = false, subgroup_arithmetic = false,
        subgroup_ballot = false, subgroup_shuffle = false;
+  bool subgroup_extended_types = false;  // shaderSubgroupExtendedTypes (64-bit subgroup ops)
 
   // Limits.
   uint64_t max_storage_buffer_range = 0;

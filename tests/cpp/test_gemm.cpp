@@ -209,8 +209,18 @@ class GemmKernel : public ::testing::Test {
 };
 
 using Algo = GemmTuning::Algo;
-constexpr Algo kAlgos[] = {Algo::Auto, Algo::Tiled, Algo::Direct};
-const char* algo_name(Algo a) { return a == Algo::Auto ? "auto" : a == Algo::Tiled ? "tiled" : "direct"; }
+// Lanes falls back to the automatic choice on devices without subgroup broadcast.
+constexpr Algo kAlgos[] = {Algo::Auto, Algo::Tiled, Algo::Direct, Algo::Lanes};
+const char* algo_name(Algo a) {
+  return a == Algo::Auto ? "auto" : a == Algo::Tiled ? "tiled" : a == Algo::Direct ? "direct" : "lanes";
+}
+// Forces `algo`. Lanes runs with a 4 x 4 register block: the same code paths as the default
+// 32 x 16 block at a fraction of the driver's compile time (LanesPairLoadsAndTails also runs
+// the default block).
+void use_algo(Algo algo) {
+  gemm_tuning().algo = algo;
+  gemm_tuning().tm = gemm_tuning().tn = algo == Algo::Lanes ? 4 : 0;
+}
 
 // fp32 tolerance for a k-term sum of values in [-2, 2].
 double f32_atol(int64_t k) { return 1e-5 * (4.0 * std::max<int64_t>(k, 1)); }
@@ -223,7 +233,7 @@ TEST_F(GemmKernel, ShapesLayoutsAndAlgorithms) {
                           {9, 1, 3}, {64, 64, 64}, {33, 2, 70}, {2, 40, 1}};
   std::mt19937 rng(1);
   for (Algo algo : kAlgos) {
-    gemm_tuning().algo = algo;
+    use_algo(algo);
     for (const Shape& s : shapes)
       for (const char* la : {"row", "col"})
         for (const char* lb : {"row", "col"}) {
@@ -243,7 +253,7 @@ TEST_F(GemmKernel, ShapesLayoutsAndAlgorithms) {
 TEST_F(GemmKernel, StridedOffsetNegativeAndColumnMajorOutput) {
   std::mt19937 rng(2);
   for (Algo algo : kAlgos) {
-    gemm_tuning().algo = algo;
+    use_algo(algo);
     // Padded rows, a storage offset (misaligned for vec4), negative strides, column-major C.
     Mat a(DType::Float32, 1, 19, 23, "row", 3, 1);
     Mat b(DType::Float32, 1, 23, 37, -1, -37, 0);
@@ -287,10 +297,59 @@ TEST_F(GemmKernel, VectorTileLoads) {
   }
 }
 
+TEST_F(GemmKernel, LanesPairLoadsAndTails) {
+  // The lanes algorithm: float32 pairs as 64-bit loads when aligned, contiguous and even-sized,
+  // scalar loads otherwise; k not a multiple of the step, rows / columns past a tile, batches,
+  // infinities in B rows next to the k tail (they must not leak into the sum).
+  std::mt19937 rng(7);
+  use_algo(Algo::Lanes);
+  struct Shape { int64_t m, n, k; };
+  for (bool vec : {true, false}) {
+    gemm_tuning().vector_loads = vec;
+    for (Shape s : {Shape{40, 136, 36}, Shape{33, 130, 17}, Shape{5, 7, 3}, Shape{9, 20, 70}})
+      for (const char* la : {"row", "col"})
+        for (const char* lb : {"row", "col"})
+          for (int64_t offset : {0, 1}) {
+            Mat a(DType::Float32, 2, s.m, s.k, la, 0, offset), b(DType::Float32, 2, s.k, s.n, lb, 2);
+            Mat c(DType::Float32, 2, s.m, s.n);
+            a.fill_random(rng);
+            b.fill_random(rng);
+            c.fill_random(rng);
+            Case cs;
+            cs.batch = 2, cs.m = s.m, cs.n = s.n, cs.k = s.k;
+            EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, f32_atol(s.k)))
+                << s.m << "x" << s.n << "x" << s.k << " A " << la << " B " << lb << " offset "
+                << offset << " vec " << vec;
+          }
+  }
+  // The default 32 x 16 block (pair loads), partial tiles in m and n.
+  gemm_tuning().vector_loads = true;
+  gemm_tuning().tm = gemm_tuning().tn = 0;
+  {
+    Mat a(DType::Float32, 1, 70, 36), b(DType::Float32, 1, 36, 200), c(DType::Float32, 1, 70, 200);
+    a.fill_random(rng);
+    b.fill_random(rng);
+    Case cs;
+    cs.m = 70, cs.n = 200, cs.k = 36;
+    EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, f32_atol(36))) << "default block";
+  }
+  // B's last row is infinite: the steps past k re-read it (clamped) and must add 0, not
+  // 0 * inf = NaN, so C is +-inf exactly where the reference is.
+  use_algo(Algo::Lanes);
+  Mat a(DType::Float32, 1, 9, 11), b(DType::Float32, 1, 11, 40), c(DType::Float32, 1, 9, 40);
+  a.fill_random(rng);
+  b.fill_random(rng);
+  for (int64_t col = 0; col < 40; ++col) b.at(0, 10, col) = std::numeric_limits<double>::infinity();
+  b.upload();
+  Case cs;
+  cs.m = 9, cs.n = 40, cs.k = 11;
+  EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, f32_atol(11))) << "k tail with an inf row";
+}
+
 TEST_F(GemmKernel, AlphaBetaBiasAndInPlace) {
   std::mt19937 rng(4);
   for (Algo algo : kAlgos) {
-    gemm_tuning().algo = algo;
+    use_algo(algo);
     const int64_t nb = 3, m = 21, n = 34, k = 13;
     Mat a(DType::Float32, nb, m, k), b(DType::Float32, nb, k, n, "col");
     a.fill_random(rng);
@@ -351,7 +410,7 @@ TEST_F(GemmKernel, KZeroAndEmpty) {
   Mat bias(DType::Float32, 2, 5, 7);
   bias.fill_random(rng);
   for (Algo algo : kAlgos) {
-    gemm_tuning().algo = algo;
+    use_algo(algo);
     Case cs;
     cs.batch = 2, cs.m = 5, cs.n = 7, cs.k = 0;
     Mat c(DType::Float32, 2, 5, 7);
@@ -374,7 +433,7 @@ TEST_F(GemmKernel, KZeroAndEmpty) {
 TEST_F(GemmKernel, HalfAndBFloat16) {
   std::mt19937 rng(6);
   for (Algo algo : kAlgos) {
-    gemm_tuning().algo = algo;
+    use_algo(algo);
     for (DType in : {DType::Float16, DType::BFloat16})
       for (DType out : {in, DType::Float32}) {
         const int64_t m = 18, n = 35, k = 40;
@@ -396,7 +455,7 @@ TEST_F(GemmKernel, HalfAndBFloat16) {
 TEST_F(GemmKernel, IntegersWrapLikePyTorch) {
   std::mt19937 rng(7);
   for (Algo algo : kAlgos) {
-    gemm_tuning().algo = algo;
+    use_algo(algo);
     for (DType t : {DType::Int8, DType::UInt8, DType::Int16, DType::Int32, DType::Int64}) {
       const ComputeKind kind = gemm_kind_for(t);
       const int64_t m = 13, n = 19, k = 37;
@@ -427,7 +486,7 @@ TEST_F(GemmKernel, Float64) {
   }
   std::mt19937 rng(8);
   for (Algo algo : kAlgos) {
-    gemm_tuning().algo = algo;
+    use_algo(algo);
     const int64_t m = 33, n = 17, k = 29;
     Mat a(DType::Float64, 1, m, k, "col"), b(DType::Float64, 1, k, n), c(DType::Float64, 1, m, n);
     a.fill_random(rng);
@@ -447,7 +506,7 @@ TEST_F(GemmKernel, BatchBroadcastAndGridLoops) {
   for (uint32_t max_groups : {65535u, 3u}) {
     tuning().max_workgroups = max_groups;
     for (Algo algo : kAlgos) {
-      gemm_tuning().algo = algo;
+      use_algo(algo);
       const int64_t nb = 5, m = 70, n = 75, k = 9;
       Mat a(DType::Float32, nb, m, k), b(DType::Float32, nb, k, n, "row", 0, 0, true);
       Mat c(DType::Float32, nb, m, n);
@@ -476,7 +535,7 @@ TEST_F(GemmKernel, SplitK) {
   gemm_tuning().split_k_min = 256;
   gemm_tuning().split_k_chunk = 64;
   for (Algo algo : kAlgos) {
-    gemm_tuning().algo = algo;
+    use_algo(algo);
     struct Shape { int64_t m, n, k; };
     // dot (1 x 1), gemv (n == 1), vector @ matrix (m == 1), a small matrix, k not a multiple
     // of the chunk.

@@ -566,6 +566,13 @@ TEST(Allocator, RecordStreamDefersReuse) {
   EXPECT_EQ(a.stats().active_bytes[0].current, active0);  // pending blocks stay active
   const uint64_t y = a.allocate(1000, s1);
   EXPECT_NE(y, x) << "a block still used by another stream was reused";
+  // Every allocation scans the pending blocks again: later scans must keep the waits.
+  const uint64_t y2 = a.allocate(1000, s1);
+  const uint64_t y3 = a.allocate(1000, s1);
+  EXPECT_NE(y2, x) << "a pending block lost its waits after one scan";
+  EXPECT_NE(y3, x) << "a pending block lost its waits after two scans";
+  a.free(y2);
+  a.free(y3);
   d.stream(s2).synchronize();
   const uint64_t z = a.allocate(1000, s1);
   EXPECT_EQ(z, x) << "the block was not reused after the other stream completed";
@@ -608,8 +615,15 @@ TEST(HostAllocator, PinnedBlocks) {
     EXPECT_FALSE(h.is_pinned(q));
     void* r = h.allocate(1000);
     EXPECT_NE(r, q);
+    // Every allocation scans the pending blocks again: later scans must keep the waits.
+    void* r2 = h.allocate(1000);
+    void* r3 = h.allocate(1000);
+    EXPECT_NE(r2, q) << "a pending pinned block lost its waits after one scan";
+    EXPECT_NE(r3, q) << "a pending pinned block lost its waits after two scans";
     s.synchronize();
     h.free(r);
+    h.free(r2);
+    h.free(r3);
   } else {
     h.free(q);
   }
