@@ -350,7 +350,8 @@ def conv_batch():
 
 
 @pytest.mark.xfail(strict=True, raises=NotImplementedError,
-                   reason="torch-vk gap: aten::_weight_norm_interface (and its backward) has no "
+                   reason="torch-vk gap: aten::_weight_norm_interface and "
+                          "aten::_weight_norm_interface_backward have no "
                           "native vk kernel; weight_norm over dim 0 or the last dim uses it")
 @pytest.mark.parametrize("dim", [0, 1])
 def test_weight_norm_fused_dims_train_like_cpu(dim):
