@@ -518,3 +518,162 @@ def test_dropout_errors():
     check(lambda t: F.dropout(t, -0.5, True), torch.ones(3))
     check(lambda t: torch.native_dropout(t, 1.5, True), torch.ones(3))
     check(lambda t: torch.native_dropout(t, 0.5, True), torch.ones(3, dtype=torch.int64))
+
+
+# ---------------------------------------------------------------- reproducibility of training draws
+
+def draw_everything():
+    """One of each random op a training step uses, returned as CPU tensors."""
+    x = torch.ones(64, 32, device=VK)
+    probs = torch.tensor([0.1, 0.2, 0.3, 0.4], device=VK)
+    return [
+        torch.rand(300, device=VK),
+        torch.randn(300, device=VK),
+        torch.randint(0, 1000, (300,), device=VK),
+        F.dropout(x, 0.3, training=True),
+        torch.nn.Dropout(0.5)(x),
+        torch.bernoulli(torch.full((300,), 0.4, device=VK)),
+        torch.empty(300, device=VK).bernoulli_(0.7),
+        torch.multinomial(probs, 200, replacement=True),
+        torch.multinomial(probs.expand(5, 4), 3, replacement=False),
+        torch.randperm(200, device=VK),
+        torch.empty(300, device=VK).exponential_(),
+        torch.rand_like(x),
+    ]
+
+
+def assert_same_draws(first, second):
+    assert len(first) == len(second)
+    for i, (a, b) in enumerate(zip(first, second)):
+        assert a.device.type == "vk" and b.device.type == "vk"
+        assert torch.equal(a.cpu(), b.cpu()), f"draw {i} differs"
+
+
+def test_manual_seed_reproduces_every_training_draw():
+    torch.manual_seed(2024)
+    first = draw_everything()
+    torch.manual_seed(2024)
+    second = draw_everything()
+    assert_same_draws(first, second)
+    assert torch.vk.initial_seed() == 2024
+    # Draws advance the stream: a second round is different from the first.
+    third = draw_everything()
+    assert not torch.equal(third[0].cpu(), first[0].cpu())
+    assert not torch.equal(third[3].cpu(), first[3].cpu())
+    # torch.vk.manual_seed_all seeds the vk generator like torch.manual_seed does.
+    torch.vk.manual_seed_all(2024)
+    assert_same_draws(draw_everything(), first)
+
+
+def test_rng_state_restores_every_training_draw():
+    torch.manual_seed(31)
+    torch.rand(17, device=VK)  # some position in the middle of the stream
+    state = torch.vk.get_rng_state()
+    assert state.dtype == torch.uint8 and state.device.type == "cpu"
+    first = draw_everything()
+    torch.vk.set_rng_state(state)
+    assert_same_draws(draw_everything(), first)
+    # get_rng_state returns a copy: drawing does not change a state taken earlier.
+    again = state.clone()
+    draw_everything()
+    assert torch.equal(state, again)
+
+
+def test_rng_state_all_round_trip():
+    torch.manual_seed(41)
+    states = torch.vk.get_rng_state_all()
+    assert len(states) == torch.vk.device_count()
+    assert torch.equal(states[0], torch.vk.get_rng_state())
+    first = draw_everything()
+    torch.manual_seed(999)  # move somewhere else entirely
+    torch.vk.set_rng_state_all(states)
+    assert_same_draws(draw_everything(), first)
+
+
+def test_set_rng_state_from_another_seed():
+    torch.manual_seed(51)
+    state_51 = torch.vk.get_rng_state()
+    expected = torch.randn(200, device=VK).cpu()
+    torch.manual_seed(52)
+    torch.randn(1000, device=VK)
+    torch.vk.set_rng_state(state_51, device="vk:0")
+    assert torch.equal(torch.randn(200, device=VK).cpu(), expected)
+
+
+def test_fork_rng_restores_vk_stream_for_listed_devices():
+    torch.manual_seed(61)
+    expected = draw_everything()
+    torch.manual_seed(61)
+    with torch.random.fork_rng(devices=[0], device_type="vk"):
+        draw_everything()
+        torch.vk.manual_seed(3)
+        draw_everything()
+    assert_same_draws(draw_everything(), expected)
+    # With fork_rng disabled the stream is not restored.
+    torch.manual_seed(61)
+    with torch.random.fork_rng(device_type="vk", enabled=False):
+        torch.rand(10, device=VK)
+    assert not torch.equal(torch.rand(300, device=VK).cpu(), expected[0].cpu())
+
+
+def test_generator_draws_leave_default_stream_alone():
+    torch.manual_seed(71)
+    expected = torch.rand(300, device=VK).cpu()
+    torch.manual_seed(71)
+    g = torch.Generator(device=VK).manual_seed(71)
+    assert g.device.type == "vk" and g.initial_seed() == 71
+    from_generator = [torch.rand(300, device=VK, generator=g),
+                      torch.randn(300, device=VK, generator=g),
+                      torch.randint(0, 10, (300,), device=VK, generator=g),
+                      torch.randperm(100, device=VK, generator=g),
+                      torch.multinomial(torch.ones(6, device=VK), 50, True, generator=g),
+                      torch.empty(300, device=VK).bernoulli_(0.5, generator=g)]
+    # The default generator did not move while g drew.
+    assert torch.equal(torch.rand(300, device=VK).cpu(), expected)
+    # A generator with the same seed as the default generator gives the default's numbers.
+    assert torch.equal(from_generator[0].cpu(), expected)
+    # Reseeding g replays its own stream.
+    g.manual_seed(71)
+    assert torch.equal(torch.rand(300, device=VK, generator=g).cpu(), expected)
+    assert torch.equal(torch.randn(300, device=VK, generator=g).cpu(), from_generator[1].cpu())
+
+
+def test_cpu_and_vk_generators_are_separate():
+    # torch.manual_seed seeds both; drawing on one device does not move the other.
+    torch.manual_seed(81)
+    cpu_expected = torch.rand(100)
+    vk_expected = torch.rand(100, device=VK).cpu()
+    torch.manual_seed(81)
+    torch.rand(1000, device=VK)
+    assert torch.equal(torch.rand(100), cpu_expected)
+    torch.manual_seed(81)
+    torch.rand(1000)
+    assert torch.equal(torch.rand(100, device=VK).cpu(), vk_expected)
+
+
+# ---------------------------------------------------------------- large-sample moments
+
+def test_moments_with_many_samples():
+    # 1e5 samples each; bounds are 5 standard errors of the statistic.
+    n = 100_000
+    torch.manual_seed(91)
+    u = torch.rand(n, device=VK).cpu().double()
+    assert abs(u.mean().item() - 0.5) < 5 * math.sqrt(1 / 12 / n)
+    assert abs(u.var().item() - 1 / 12) < 5 * math.sqrt(1 / 180 / n)  # Var((U - 1/2)^2) = 1/180
+    z = torch.randn(n, device=VK).cpu().double()
+    assert abs(z.mean().item()) < 5 / math.sqrt(n)
+    assert abs(z.std().item() - 1) < 5 / math.sqrt(2 * n)
+    assert abs((z ** 3).mean().item()) < 5 * math.sqrt(15 / n)      # no skew
+    assert abs((z ** 4).mean().item() - 3) < 5 * math.sqrt(96 / n)  # normal kurtosis
+    b = torch.empty(n, device=VK).bernoulli_(0.2).cpu().double()
+    assert abs(b.mean().item() - 0.2) < 5 * math.sqrt(0.2 * 0.8 / n)
+    e = torch.empty(n, device=VK).exponential_(0.5).cpu().double()  # mean 2, sd 2
+    assert abs(e.mean().item() - 2) < 5 * 2 / math.sqrt(n)
+    r = torch.randint(0, 50, (n,), device=VK).cpu()
+    assert r.min() == 0 and r.max() == 49
+    counts = torch.bincount(r, minlength=50)
+    assert chi_square(counts, torch.full((50,), n / 50)) < 85.35  # 0.1% point, 49 d.o.f.
+    weights = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    m = torch.multinomial(weights.to(VK), n, replacement=True).cpu()
+    counts = torch.bincount(m, minlength=4)
+    assert chi_square(counts, weights / weights.sum() * n) < CHI2_999[3]
