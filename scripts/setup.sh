@@ -3,8 +3,9 @@
 # sudo available) and builds + installs the package into ./.venv (editable).
 #   - Debian packages: compiler, CMake, Ninja, the Vulkan loader/headers, glslc, the Mesa
 #     Vulkan drivers (lavapipe runs Vulkan on the CPU), the Khronos validation layer, GoogleTest.
-#   - Python: a virtual environment with torch (2.11-2.14; default torch==2.13.0) and the
-#     test tools, then `pip install --no-build-isolation .`.
+#   - Python: a virtual environment with torch (2.11-2.14; default torch==2.13.0), the test
+#     tools, safetensors (checkpoint tests) and matplotlib (the example's loss curve), then
+#     `pip install --no-build-isolation .`.
 # Environment: TORCH_VK_TORCH_SPEC (pip requirement for torch, default "torch==2.13.0").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +37,7 @@ if ! "$VPY" -c "import torch" >/dev/null 2>&1; then
   echo "== installing ${TORCH_VK_TORCH_SPEC:-torch==2.13.0}"
   "$VPY" -m pip install -q "${TORCH_VK_TORCH_SPEC:-torch==2.13.0}"
 fi
-"$VPY" -m pip install -q --upgrade "setuptools>=70.1" wheel pytest expecttest numpy
+"$VPY" -m pip install -q --upgrade "setuptools>=70.1" wheel pytest expecttest numpy safetensors matplotlib
 
 echo "== building torch-vk"
 # Editable install: the extension is built into ./torch_vk, so the package imported from this

@@ -613,9 +613,51 @@ Tensor3 native_group_norm_backward(const Tensor& grad_out, const Tensor& X, cons
   return {grad_input, grad_weight, grad_bias};
 }
 
+// ---------------------------------------------------------------- weight norm
+// w = g * v / ||v|| with the norm over every dim but `dim` (torch.nn.utils weight_norm, the
+// fused path PyTorch takes for dim 0 and the last dim). Composed from native vk ops: the
+// reductions and element-wise ops it needs already run as one or two dispatches each.
+
+std::vector<int64_t> dims_except(const at::Tensor& v, int64_t dim) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < v.dim(); ++d)
+    if (d != dim) dims.push_back(d);
+  return dims;
+}
+
+std::tuple<at::Tensor, at::Tensor> weight_norm_interface(const at::Tensor& v, const at::Tensor& g,
+                                                         int64_t dim) {
+  TORCH_CHECK(v.device() == g.device(), "_weight_norm_interface: v and g must be on the same device");
+  TORCH_CHECK(dim == 0 || dim == v.dim() - 1,
+              "fused kernels can only be applied for first or last dim");
+  at::Tensor norms = at::linalg_vector_norm(v, 2, dims_except(v, dim), /*keepdim=*/true);
+  if (v.dim() > 0) norms = norms.reshape(g.sizes());
+  at::Tensor w = v * (g / norms);
+  return {w, norms};
+}
+
+std::tuple<at::Tensor, at::Tensor> weight_norm_interface_backward(
+    const at::Tensor& grad_w, const at::Tensor& saved_v, const at::Tensor& saved_g,
+    const at::Tensor& saved_norms, int64_t dim) {
+  TORCH_CHECK(saved_v.is_contiguous(), "saved_v must be contiguous");
+  TORCH_CHECK(saved_g.is_contiguous(), "saved_g must be contiguous");
+  TORCH_CHECK(saved_norms.is_contiguous(), "saved_norms must be contiguous");
+  TORCH_CHECK(dim == 0 || dim == saved_v.dim() - 1,
+              "fused kernels can only differentiate the first or last dim");
+  // d/dv (g v / n) applied to grad_w: (g / n) (grad_w - v (v . grad_w) / n^2).
+  const at::Tensor norms = saved_norms.reshape(saved_g.sizes());
+  at::Tensor dot = at::sum(grad_w * saved_v, dims_except(saved_v, dim), /*keepdim=*/true);
+  if (saved_v.dim() > 0) dot = dot.reshape(saved_g.sizes());
+  at::Tensor grad_g = dot / norms;
+  at::Tensor grad_v = (saved_g / norms) * (grad_w - saved_v * (grad_g / norms));
+  return {grad_v, grad_g};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_weight_norm_interface", TORCH_FN(weight_norm_interface));
+  m.impl("_weight_norm_interface_backward", TORCH_FN(weight_norm_interface_backward));
   m.impl("native_batch_norm", TORCH_FN(batch_norm_native));
   m.impl("native_batch_norm.out", TORCH_FN(native_batch_norm_out));
   m.impl("_native_batch_norm_legit", TORCH_FN(batch_norm_legit));

@@ -335,16 +335,3 @@ def test_safetensors_load_to_vk_through_cpu_or_accelerator_index(tmp_path):
     assert_same_tree(on_vk, state, "vk")
     # An integer device is the current accelerator's index: vk here.
     assert_same_tree(safetensors_torch.load_file(path, device=0), state, "vk")
-
-
-@pytest.mark.xfail(strict=True, raises=Exception,
-                   reason="safetensors checks device strings against its own fixed list "
-                          "(cpu, cuda, mps, npu, xpu, ...): 'vk' -> SafetensorError "
-                          "'device vk is invalid'; not fixable in torch-vk's C++")
-@pytest.mark.parametrize("device", ["vk", "vk:0"])
-def test_safetensors_load_file_with_vk_device_string(device, tmp_path):
-    safetensors_torch = pytest.importorskip("safetensors.torch")
-    state = {"w": torch.randn(4, 3)}
-    path = tmp_path / "model.safetensors"
-    safetensors_torch.save_file(state, path)
-    assert_same_tree(safetensors_torch.load_file(path, device=device), state, "vk")

@@ -105,13 +105,6 @@ def test_overlapping_non_blocking_copies_in_both_directions():
         assert torch.equal(back, source)
 
 
-PINNED_REUSE_BUG = ("torch-vk bug: a pinned block freed while a queued upload still reads it is "
-                    "handed out again before the upload ran (no submit in between), so the "
-                    "upload reads the next tensor's bytes; CUDA's host allocator waits for the "
-                    "copy's stream before reusing the block")
-
-
-@pytest.mark.xfail(strict=True, reason=PINNED_REUSE_BUG)
 @pytest.mark.parametrize("non_blocking", [False, True])
 def test_pinned_source_freed_after_upload_is_not_reused_early(non_blocking):
     # The DataLoader pattern: each batch is pinned, uploaded, then dropped while the next one is
@@ -193,7 +186,6 @@ def train_with_loader(model, device, loader, epochs=2):
     return [loss.item() for loss in losses], model
 
 
-@pytest.mark.xfail(strict=True, reason=PINNED_REUSE_BUG)
 def test_training_loop_with_pinned_loader_matches_cpu():
     torch.manual_seed(0)
     reference = nn.Sequential(nn.Linear(10, 16), nn.Tanh(), nn.Linear(16, 3))

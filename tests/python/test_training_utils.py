@@ -349,17 +349,21 @@ def conv_batch():
     return torch.randn(4, 2, 5, 5, generator=g), torch.randn(4, 3, generator=g)
 
 
-@pytest.mark.xfail(strict=True, raises=NotImplementedError,
-                   reason="torch-vk gap: aten::_weight_norm_interface and "
-                          "aten::_weight_norm_interface_backward have no "
-                          "native vk kernel; weight_norm over dim 0 or the last dim uses it")
 @pytest.mark.parametrize("dim", [0, 1])
 def test_weight_norm_fused_dims_train_like_cpu(dim):
+    # dim 0 and the last dim take PyTorch's fused path (_weight_norm_interface and its backward).
     torch.manual_seed(0)
     cpu_model = nn.Sequential(nn.utils.parametrizations.weight_norm(nn.Linear(6, 12), dim=dim),
                               nn.Tanh(), nn.Linear(12, 3))
     cpu_model, vk_model = twins(cpu_model)
     train_both(cpu_model, vk_model, *batch())
+    assert_params_close(vk_model, cpu_model, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dim", [0, 3], ids=["first", "last"])
+def test_weight_norm_fused_dims_on_conv_train_like_cpu(dim):
+    cpu_model, vk_model = twins(conv_model(nn.utils.parametrizations.weight_norm, dim=dim))
+    train_both(cpu_model, vk_model, *conv_batch())
     assert_params_close(vk_model, cpu_model, atol=1e-5, rtol=1e-4)
 
 
