@@ -664,6 +664,17 @@ at::Tensor& norm_dtype_out(const at::Tensor& self, const std::optional<c10::Scal
   return out;
 }
 
+// torch.equal: same size and every element equal after type promotion, like the CPU (NaN
+// never equals). The answer is a host
+// bool, so this reads back one byte: a host wait like item().
+bool equal(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.device() == other.device(), "Cannot compare two tensors on different devices. Got: ",
+              self.device(), " and ", other.device());
+  if (!self.is_same_size(other)) return false;
+  if (self.numel() == 0) return true;
+  return at::eq(self, other).all().item<bool>();
+}
+
 }  // namespace
 
 ComputeKind reduce_acc_kind(at::ScalarType in, at::ScalarType out) {
@@ -717,6 +728,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("argmin", TORCH_FN(argmin));
   m.impl("argmin.out", TORCH_FN(argmin_out));
 
+  m.impl("equal", TORCH_FN(equal));
   m.impl("all", TORCH_FN((all_any_full<at::meta::structured_all, true>)));
   m.impl("all.all_out", TORCH_FN((all_any_full_out<at::meta::structured_all, true>)));
   m.impl("all.dim", TORCH_FN((all_any_dim<at::meta::structured_all_dim, true>)));

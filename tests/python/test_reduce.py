@@ -369,3 +369,25 @@ def _param(grad):
     p = torch.nn.Parameter(torch.zeros_like(grad))
     p.grad = grad
     return p
+
+
+def test_equal_matches_cpu(strict_native):
+    a = torch.arange(12.0).reshape(3, 4)
+    cases = [
+        (a, a.clone()),
+        (a, a + 0.5),
+        (a, a.t().contiguous().t()),             # same values, other strides
+        (a.t(), a.t().contiguous()),             # non-contiguous operand
+        (a, a[:2]),                              # different sizes
+        (torch.tensor([1.0, float("nan")]),) * 2,  # NaN never equals
+        (torch.empty(0, 3), torch.empty(0, 3)),
+        (torch.tensor(2.0), torch.tensor(2.0)),  # 0-dim
+        (torch.ones(3), torch.ones(3, dtype=torch.int32)),  # promoted like the CPU
+        (torch.tensor([0.5]), torch.tensor([0])),
+        (torch.tensor([True, False]), torch.tensor([True, False])),
+        (torch.ones(2, 3, dtype=torch.float16), torch.ones(2, 3, dtype=torch.float16)),
+    ]
+    for x, y in cases:
+        assert torch.equal(x.to("vk"), y.to("vk")) == torch.equal(x, y), (x, y)
+    with pytest.raises(RuntimeError, match="different devices"):
+        torch.equal(torch.ones(2), torch.ones(2, device="vk"))
