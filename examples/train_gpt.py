@@ -9,15 +9,17 @@ What the script shows, with nothing device-specific but ``--device``:
     ``scaled_dot_product_attention``, GELU MLP, final LayerNorm, weight-tied head),
   - automatic mixed precision (``torch.autocast``; float16 with a ``GradScaler``, or bfloat16),
   - fused AdamW, linear warmup + cosine learning-rate schedule, gradient clipping,
-  - checkpoints with every piece of state needed to continue bit-for-bit where a run stopped
-    (``--resume``): batches are a function of (seed, step), so a resumed run sees the same
-    data as an uninterrupted one,
+  - checkpoints with every piece of state needed to continue where a run stopped
+    (``--resume``; Ctrl-C ends a run after the current step with a checkpoint): batches are a
+    function of (seed, step), so a resumed run sees the same data, learning rates and loss
+    scales as an uninterrupted one,
   - periodic validation, a loss curve (PNG, when matplotlib is installed), a text sample.
 
     python examples/train_gpt.py                  # the default run (~5 minutes on lavapipe)
     python examples/train_gpt.py --quick          # a short run (under a minute on lavapipe)
     python examples/train_gpt.py --device cpu     # the same run on PyTorch's CPU backend
     python examples/train_gpt.py --resume         # continue from runs/gpt/ckpt.pt
+    python examples/train_gpt.py --stop-after 100 # train in slices: stop at step 100 (of 200)
 
 With TORCH_VK_FALLBACK=error every op of the run must have a native vk kernel.
 """
@@ -28,6 +30,7 @@ import glob
 import json
 import math
 import os
+import signal
 import sys
 import time
 
@@ -88,7 +91,7 @@ class CharData:
         generator = torch.Generator().manual_seed(seed)
         starts = torch.randint(len(ids) - block_size - 1, (batch_size,), generator=generator)
         windows = ids[starts[:, None] + torch.arange(block_size + 1)]
-        return windows[:, :-1], windows[:, 1:]
+        return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
 
 
 # ---------------------------------------------------------------------------- model
@@ -237,6 +240,32 @@ def format_seconds(seconds: float) -> str:
     return f"{minutes:d}:{secs:02d}"
 
 
+class StopRequest:
+    """The first Ctrl-C (SIGINT) asks the training loop to stop after the current step (and
+    save a checkpoint); a second one interrupts immediately, as usual."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+
+    def install(self):
+        def handler(signum, frame):
+            if self.requested:
+                raise KeyboardInterrupt
+            self.requested = True
+            print("\ninterrupt: stopping after this step (Ctrl-C again to abort)",
+                  file=sys.stderr, flush=True)
+        try:
+            self._previous = signal.signal(signal.SIGINT, handler)
+        except ValueError:  # not the main thread: keep Python's default behaviour
+            self._previous = None
+        return self
+
+    def restore(self):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
 def save_checkpoint(path: str, state: dict):
     """Writes atomically (a temporary file, then rename): an interrupted save never leaves a
     truncated checkpoint behind."""
@@ -323,6 +352,9 @@ def parse_args(argv=None):
     run.add_argument("--ckpt", default=None, help="checkpoint path (default OUT_DIR/ckpt.pt)")
     run.add_argument("--ckpt-every", type=int, default=100)
     run.add_argument("--resume", action="store_true", help="continue from --ckpt")
+    run.add_argument("--stop-after", type=int, default=None,
+                     help="end this run at this step (with a checkpoint) although the "
+                     "learning-rate schedule spans --steps; continue later with --resume")
     run.add_argument("--plot", default=None, help="loss curve PNG (default OUT_DIR/loss.png)")
     run.add_argument("--summary-json", default=None, help="also write the summary here")
     run.add_argument("--sample-chars", type=int, default=200)
@@ -458,7 +490,10 @@ def main(argv=None):
     train_start = time.perf_counter()
     last_train_loss = float("nan")
     tokens_per_s = 0.0
-    for step in range(start_step, args.steps):
+    end_step = min(args.steps, args.stop_after) if args.stop_after is not None else args.steps
+    done = start_step
+    stop_request = StopRequest().install()
+    for step in range(start_step, end_step):
         x, y = get_batch(data.train, args.seed * _STEP_SEED_STRIDE + step)
         with autocast():
             logits = model(x)
@@ -473,8 +508,9 @@ def main(argv=None):
         window_loss += loss.detach()
         window_steps += 1
         done = step + 1
+        last = done == end_step or stop_request.requested
 
-        if done % args.log_every == 0 or done == args.steps:
+        if done % args.log_every == 0 or last:
             last_train_loss = (window_loss / window_steps).item()  # waits for the device
             now = time.perf_counter()
             tokens_per_s = window_steps * tokens_per_step / (now - window_start)
@@ -482,17 +518,22 @@ def main(argv=None):
             progress.update(done, last_train_loss, tokens_per_s)
             window_loss.zero_()
             window_start, window_steps = now, 0
-        if done % args.eval_every == 0 or done == args.steps:
+        if done % args.eval_every == 0 or last:
             history["val"].append((done, validation_loss()))
             if progress.interactive:
                 progress.stream.write("\n")
             print(f"step {done}: train loss {last_train_loss:.4f}, validation loss "
                   f"{history['val'][-1][1]:.4f}", flush=True)
-        if done % args.ckpt_every == 0 or done == args.steps:
+        if done % args.ckpt_every == 0 or last:
             save_checkpoint(args.ckpt, checkpoint_state(done))
+        if stop_request.requested:
+            break
+    stop_request.restore()
     progress.close()
+    if done < args.steps:
+        print(f"stopped at step {done} of {args.steps}; continue with --resume")
     train_seconds = time.perf_counter() - train_start
-    steps_run = args.steps - start_step
+    steps_run = done - start_step
     if steps_run:
         print(f"trained {steps_run} steps in {train_seconds:.1f} s "
               f"({train_seconds / steps_run * 1000:.0f} ms/step, "
@@ -527,14 +568,15 @@ def main(argv=None):
                   "; ops that ran on the CPU fallback: " + ", ".join(
                       f"{name} x{count}" for name, count in sorted(fallbacks.items()))
                   if fallbacks else "; no CPU fallback"))
-    print(f"final: step {args.steps}, train loss {last_train_loss:.4f}, validation loss "
+    print(f"final: step {done}, train loss {last_train_loss:.4f}, validation loss "
           f"{final_val_loss:.4f} (started at {initial_val_loss:.4f}; uniform guess "
           f"ln({vocab_size}) = {uniform_loss:.4f})")
 
     if args.summary_json:
         summary = {
             "device": str(device), "amp": amp_text, "vocab_size": vocab_size,
-            "uniform_loss": uniform_loss, "start_step": start_step, "steps": args.steps,
+            "uniform_loss": uniform_loss, "start_step": start_step, "steps": done,
+            "schedule_steps": args.steps,
             "first_train_loss": first_train_loss, "final_train_loss": last_train_loss,
             "initial_val_loss": initial_val_loss, "final_val_loss": final_val_loss,
             "train_seconds": train_seconds, "tokens_per_s": tokens_per_s,

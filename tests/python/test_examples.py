@@ -18,8 +18,10 @@ import torch
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN_GPT = os.path.join(REPO_ROOT, "examples", "train_gpt.py")
 
+# The first run stops (as if interrupted) at FIRST_RUN_STEPS of a TOTAL_STEPS schedule; the
+# resumed run finishes the schedule.
 FIRST_RUN_STEPS = 16
-RESUMED_RUN_STEPS = 20
+TOTAL_STEPS = 20
 # Short everything that does not test training itself: the corpus, evaluation, the sample.
 SMALL_RUN = ["--quick", "--max-chars", "60000", "--eval-batches", "1", "--sample-chars", "16",
              "--warmup-steps", "4", "--log-every", "4"]
@@ -48,10 +50,11 @@ def test_train_gpt_learns_checkpoints_and_resumes(tmp_path):
     checkpoint = out_dir / "ckpt.pt"
     plot = out_dir / "loss.png"
     first_summary = tmp_path / "first.json"
-    run_example(TRAIN_GPT, SMALL_RUN + [
-        "--steps", str(FIRST_RUN_STEPS), "--ckpt-every", "8", "--eval-every", "8",
-        "--out-dir", str(out_dir), "--summary-json", str(first_summary)])
+    first = run_example(TRAIN_GPT, SMALL_RUN + [
+        "--steps", str(TOTAL_STEPS), "--stop-after", str(FIRST_RUN_STEPS), "--ckpt-every", "8",
+        "--eval-every", "8", "--out-dir", str(out_dir), "--summary-json", str(first_summary)])
 
+    assert f"stopped at step {FIRST_RUN_STEPS} of {TOTAL_STEPS}" in first.stdout
     summary = json.loads(first_summary.read_text())
     assert summary["device"].startswith("vk")
     assert summary["amp"].startswith("autocast float16"), "AMP (float16) is the default"
@@ -78,16 +81,16 @@ def test_train_gpt_learns_checkpoints_and_resumes(tmp_path):
 
     resumed_summary = tmp_path / "resumed.json"
     resumed = run_example(TRAIN_GPT, SMALL_RUN + [
-        "--steps", str(RESUMED_RUN_STEPS), "--ckpt-every", "8", "--eval-every", "8",
+        "--steps", str(TOTAL_STEPS), "--ckpt-every", "8", "--eval-every", "8",
         "--out-dir", str(out_dir), "--resume", "--summary-json", str(resumed_summary)])
     summary2 = json.loads(resumed_summary.read_text())
     assert summary2["start_step"] == FIRST_RUN_STEPS
-    assert summary2["steps"] == RESUMED_RUN_STEPS
-    assert f"steps {FIRST_RUN_STEPS}..{RESUMED_RUN_STEPS}" in resumed.stdout
+    assert summary2["steps"] == TOTAL_STEPS
+    assert f"steps {FIRST_RUN_STEPS}..{TOTAL_STEPS}" in resumed.stdout
     assert summary2["fallbacks"] == {}
     # The resumed run extends the first one's history instead of starting a new one.
     first_history_steps = [step for step, _ in summary["history"]["train"]]
     resumed_history_steps = [step for step, _ in summary2["history"]["train"]]
     assert resumed_history_steps[:len(first_history_steps)] == first_history_steps
-    assert resumed_history_steps[-1] == RESUMED_RUN_STEPS
-    assert torch.load(checkpoint, map_location="cpu")["step"] == RESUMED_RUN_STEPS
+    assert resumed_history_steps[-1] == TOTAL_STEPS
+    assert torch.load(checkpoint, map_location="cpu")["step"] == TOTAL_STEPS
