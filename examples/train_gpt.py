@@ -488,7 +488,7 @@ def main(argv=None):
     window_loss = torch.zeros((), device=device)
     window_start, window_steps = time.perf_counter(), 0
     train_start = time.perf_counter()
-    last_train_loss = float("nan")
+    last_train_loss = history["train"][-1][1] if history["train"] else float("nan")
     tokens_per_s = 0.0
     end_step = min(args.steps, args.stop_after) if args.stop_after is not None else args.steps
     done = start_step
