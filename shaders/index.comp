@@ -222,16 +222,40 @@ void main() {
   const int numel = p.numel;
   const int ndim = p.ndim;
   const int stride = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);
+  // The geometry is read once per invocation, not once per element: on CPU drivers every
+  // buffer load is a loop over the SIMD lanes, and the launcher gives each invocation many
+  // elements there.
+  int sizes[MAX_DIMS], dst_strides[MAX_DIMS], src_strides[MAX_DIMS];
+  for (int d = 0; d < ndim; ++d) {
+    sizes[d] = p.sizes[d];
+    dst_strides[d] = p.dst_strides[d];
+    src_strides[d] = p.src_strides[d];
+  }
+#if MODE != 2
+  const int num_indices = p.num_indices;
+  int idx_strides[MAX_INDICES * MAX_DIMS];
+  uint64_t idx_addr[MAX_INDICES];
+  int idx_dtype[MAX_INDICES], idx_size[MAX_INDICES], idx_stride[MAX_INDICES], idx_wrap[MAX_INDICES];
+  for (int k = 0; k < num_indices; ++k) {
+    for (int d = 0; d < ndim; ++d) idx_strides[k * MAX_DIMS + d] = p.idx_strides[k * MAX_DIMS + d];
+    idx_addr[k] = p.idx_addr[k];
+    idx_dtype[k] = p.idx_dtype[k];
+    idx_size[k] = p.idx_size[k];
+    idx_stride[k] = p.idx_stride[k];
+    idx_wrap[k] = p.idx_wrap[k];
+  }
+  const bool gather = p.gather != 0;
+#endif
   for (int i = int(gl_GlobalInvocationID.x); i < numel; i += stride) {
     int coords[MAX_DIMS];
     int dst_off = 0, src_off = 0;
     int rem = i;
     for (int d = 0; d < ndim; ++d) {
-      const int c = rem % p.sizes[d];
-      rem /= p.sizes[d];
+      const int c = rem % sizes[d];
+      rem /= sizes[d];
       coords[d] = c;
-      dst_off += c * p.dst_strides[d];
-      src_off += c * p.src_strides[d];
+      dst_off += c * dst_strides[d];
+      src_off += c * src_strides[d];
     }
 #if MODE == 2
     RefI32 prefix = RefI32(tvk_elem_addr(p.aux_addr, i, 2));
@@ -257,30 +281,30 @@ void main() {
     int64_t extra = 0;
     int bad = -1;
     int64_t bad_value = 0;
-    for (int k = 0; k < p.num_indices; ++k) {
+    for (int k = 0; k < num_indices; ++k) {
       int ioff = 0;
-      for (int d = 0; d < ndim; ++d) ioff += coords[d] * p.idx_strides[k * MAX_DIMS + d];
-      const int64_t v = p.idx_dtype[k] == DT_INT32
-                            ? int64_t(RefI32(tvk_elem_addr(p.idx_addr[k], ioff, 2)).v)
-                            : RefI64(tvk_elem_addr(p.idx_addr[k], ioff, 3)).v;
-      const int64_t size = int64_t(p.idx_size[k]);
-      const int64_t wrapped = (p.idx_wrap[k] != 0 && v < 0l) ? v + size : v;
+      for (int d = 0; d < ndim; ++d) ioff += coords[d] * idx_strides[k * MAX_DIMS + d];
+      const int64_t v = idx_dtype[k] == DT_INT32
+                            ? int64_t(RefI32(tvk_elem_addr(idx_addr[k], ioff, 2)).v)
+                            : RefI64(tvk_elem_addr(idx_addr[k], ioff, 3)).v;
+      const int64_t size = int64_t(idx_size[k]);
+      const int64_t wrapped = (idx_wrap[k] != 0 && v < 0l) ? v + size : v;
       const bool in_range = wrapped >= 0l && wrapped < size;
       if (!in_range && bad < 0) {
         bad = k;
         bad_value = v;
       }
-      extra += in_range ? wrapped * int64_t(p.idx_stride[k]) : 0l;
+      extra += in_range ? wrapped * int64_t(idx_stride[k]) : 0l;
     }
     const bool ok = bad < 0;
     if (!ok)
-      tvk_report_index_error(pc.errors, p.error_code, bad_value, int64_t(p.idx_size[bad]),
+      tvk_report_index_error(pc.errors, p.error_code, bad_value, int64_t(idx_size[bad]),
                              p.idx_error_dim[bad]);
-    if (p.gather != 0) src_off += int(extra);
+    if (gather) src_off += int(extra);
     else dst_off += int(extra);
 #if MODE == 0
     if (ok) move_element(p.dst_addr, dst_off, p.src_addr, src_off);
-    else if (p.gather != 0) zero_element(p.dst_addr, dst_off);
+    else if (gather) zero_element(p.dst_addr, dst_off);
 #else
     if (ok) accumulate(p.dst_addr, dst_off, p.dst_dtype, LOAD_T(p.src_addr, p.src_dtype, src_off), p.reduce_op);
 #endif

@@ -121,7 +121,12 @@ void launch(Stream& stream, const std::string& name, const IndexParams& params, 
   IndexPush push{};
   push.params = stream.upload_params(&params, sizeof(params));
   push.errors = stream.device_error_address();
-  stream.dispatch(pipeline, group_count(stream, numel, wg), 1, 1, &push, sizeof(push));
+  // CPU devices (invocations are SIMD lanes of a few cores): fewer invocations, each looping
+  // over many elements, so that the per-invocation setup (reading the geometry) is amortized.
+  const bool cpu = stream.device().caps().device_type == "cpu";
+  const uint32_t per_invocation = cpu ? 32 : 1;
+  stream.dispatch(pipeline, group_count(stream, numel, wg * per_invocation), 1, 1, &push,
+                  sizeof(push));
 }
 
 ComputeKind kind_for_dst(DType dtype) {
