@@ -7,7 +7,8 @@
 //              follows the segment length (32..256 invocations, ~4+ elements each).
 //   Thread     one invocation per segment with serial loops: for short contiguous runs and
 //              many segments (batch norm over [N, C], layer norm's parameter gradients),
-//              where adjacent invocations read adjacent elements.
+//              where adjacent invocations read adjacent elements; and on CPU devices for
+//              any segment up to 4096 elements when there are >= 32 segments.
 #include "kernels/norm.h"
 
 #include <algorithm>
@@ -127,8 +128,12 @@ void launch(Stream& stream, const char* op, bool f64, const NormShape& shape, No
   const NormTuning& t = norm_tuning();
   using S = NormTuning::Strategy;
   S strategy = t.strategy;
+  // CPU devices (lavapipe) run a workgroup's barriers as coroutine switches, which cost more
+  // than a serial loop over a short segment: with enough segments to fill the SIMD lanes,
+  // one invocation per segment.
+  const bool cpu = stream.device().caps().device_type == "cpu";
   if (strategy == S::Auto) {
-    if (length <= 32)
+    if (length <= 32 || (cpu && shape.channels >= 32 && length <= 4096))
       strategy = S::Thread;
     else if (run >= 32)
       strategy = S::Workgroup;
