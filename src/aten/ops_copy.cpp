@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include "aten/launch.h"
+#include "aten/vk_backend.h"
 #include "aten/vk_common.h"
 #include "runtime/stream.h"
 
@@ -70,7 +71,10 @@ void copy_host_to_device(const at::Tensor& src, const at::Tensor& dst) {
   copy_device_to_device(staged, dst);
 }
 
-void copy_device_to_host(const at::Tensor& src, const at::Tensor& dst) {
+// non_blocking into pinned memory of the same dtype and layout is asynchronous, as on CUDA:
+// the copy is recorded on the current stream and the host reads `dst` only after a
+// synchronization (the pinned block stays reserved until the copy ran). Everything else waits.
+void copy_device_to_host(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
   if (dst.numel() == 0) return;
   at::Tensor dense = src.is_contiguous() ? src : src.contiguous();  // device-side gather
   const uint64_t from = operand(dense, "copy_").address;
@@ -78,6 +82,10 @@ void copy_device_to_host(const at::Tensor& src, const at::Tensor& dst) {
   tvk::Stream& stream = current_stream(src.device().index());
   if (dst.is_contiguous() && dst.scalar_type() == dense.scalar_type() &&
       dst.sizes() == dense.sizes()) {
+    if (non_blocking && src.device().index() == 0 && is_pinned_ptr(dst.data_ptr())) {
+      translate_errors([&] { stream.copy_to_pinned_host(from, dst.data_ptr(), bytes); });
+      return;
+    }
     translate_errors([&] { stream.copy_to_host(from, dst.data_ptr(), bytes); });
     return;
   }
@@ -109,7 +117,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     TORCH_CHECK(dst.device().is_cpu(), "torch-vk: copy from ", self.device(), " to ", dst.device(),
                 " is not supported; copy through the CPU");
     const c10::DeviceGuard guard(self.device());
-    copy_device_to_host(self, dst);
+    copy_device_to_host(self, dst, non_blocking);
   }
   return dst;
 }

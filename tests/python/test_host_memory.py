@@ -83,6 +83,24 @@ def test_to_cpu_non_blocking_gives_pinned_result():
     assert torch.equal(result, x * 3)
 
 
+def test_non_blocking_copies_do_not_wait_for_the_device():
+    # As on CUDA: both directions only record the copy; the host waits at the synchronization.
+    source = torch.arange(4096, dtype=torch.float32).pin_memory()
+    device_tensor = torch.empty(4096, device=VK)
+    back = torch.empty(4096).pin_memory()
+    torch.vk.synchronize()
+    waits = torch_vk.stats()["host_waits"]
+    device_tensor.copy_(source, non_blocking=True)
+    doubled = device_tensor * 2
+    back.copy_(doubled, non_blocking=True)
+    as_cpu = doubled.to("cpu", non_blocking=True)
+    assert torch_vk.stats()["host_waits"] == waits
+    torch.vk.synchronize()
+    assert torch.equal(back, source * 2)
+    assert torch.equal(as_cpu, source * 2)
+    assert as_cpu.is_pinned()
+
+
 def test_overlapping_non_blocking_copies_in_both_directions():
     # Many uploads and downloads in flight at once, each reusing the others' results; one
     # synchronize at the end makes all of them visible.
