@@ -23,7 +23,7 @@
 //   cpu-lanes    lanes  32x16, 1 x subgroup (8 on lavapipe) -> 32 x 128 (CPU devices with
 //                subgroup broadcast, float32 compute, problems of >= 2^24 multiply-adds: A is
 //                loaded once per workgroup and broadcast, float32 pairs as 64-bit loads.
-//                lavapipe, Mesa 22.3, 512^3 fp32: ~6-9 GFLOP/s against ~2 for cpu-large. Its
+//                lavapipe, Mesa 22.3, 512^3 fp32: ~5-6 GFLOP/s against ~2 for cpu-large. Its
 //                pipelines take ~8 s to compile there (once per machine: Mesa's disk cache),
 //                hence the size threshold)
 //   skinny       direct 1x1,   64x1 invocations         (n == 1: gemv, dot, split-K combine)
