@@ -15,8 +15,8 @@
 //         interval in `chunk`
 // For ops 0..2: g = grad / grad_scale when a grad_scale tensor is given (and that unscaled
 // gradient is written back to grad, as PyTorch's CUDA / CPU fused kernels do); maximize uses
-// -g; when a found_inf tensor is given and holds a non-zero value, nothing is written at all
-// (read on the device: no host synchronization).
+// -g; when a found_inf tensor is given and holds 1, nothing is written at all (read on the
+// device: no host synchronization).
 //
 // Multi-tensor layout: the launcher uploads (Stream::upload_params) a table
 //   header   float hf[8] at +0, double hd[8] at +32 (hyperparameters, see H_* below; the
@@ -159,8 +159,9 @@ void main() {
 }
 #else
 void main() {
-  // A skipped step (inf / NaN gradients under AMP): no invocation writes anything.
-  if (has(F_FOUND_INF) && load_f32(pc.found_inf, DT_FLOAT32, 0) != 0.0) return;
+  // A skipped step (inf / NaN gradients under AMP): no invocation writes anything. Like
+  // PyTorch's CPU and CUDA fused kernels, only found_inf == 1 skips (GradScaler writes 0 or 1).
+  if (has(F_FOUND_INF) && load_f32(pc.found_inf, DT_FLOAT32, 0) == 1.0) return;
   g_dt = SPEC_DT >= 0 ? SPEC_DT : pc.dtype;
   Entries entries = Entries(pc.table + 96ul);
 

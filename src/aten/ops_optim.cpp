@@ -5,7 +5,7 @@
 //   * state_steps are device tensors that the optimizer has already incremented; the kernel
 //     reads them on the device (bias corrections use the incremented step);
 //   * grad_scale: grads are divided by it and the unscaled grads are written back;
-//   * found_inf: a non-zero value skips the step, read on the device (no host sync);
+//   * found_inf: a value of 1 skips the step (as on CPU / CUDA), read on the device (no host sync);
 //   * a Tensor lr on the CPU is read on the host (lr.item(), as CUDA does); on vk it is read
 //     by the kernel.
 // Tensors must be non-overlapping and dense with the parameter's sizes and strides (as CUDA

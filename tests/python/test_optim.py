@@ -183,13 +183,13 @@ def test_fused_adam_grad_scale_and_found_inf(adamw, amsgrad):
         vk = fused_adam_args(device=VK, amsgrad=amsgrad)
         before = [[t.clone() for t in lst] for lst in cpu]
         scale = torch.tensor(64.0)
-        # The CPU kernel skips only for found_inf == 1; any non-zero value is "found" on vk.
-        fn(*cpu, **kwargs, grad_scale=scale, found_inf=torch.tensor(min(found, 1.0)))
+        # Like the CPU kernel, only found_inf == 1 skips the step (2.0 steps as usual).
+        fn(*cpu, **kwargs, grad_scale=scale, found_inf=torch.tensor(found))
         fn(*vk, **kwargs, grad_scale=scale.to(VK), found_inf=torch.tensor(found, device=VK))
         for lst_vk, lst_cpu, lst_before in zip(vk, cpu, before):
             for a, e, b in zip(lst_vk, lst_cpu, lst_before):
                 assert_close(a.cpu(), e, **TOLERANCE[torch.float32])
-                if found:
+                if found == 1.0:
                     assert torch.equal(a.cpu(), b)  # the whole step was skipped
 
 
@@ -206,7 +206,7 @@ def test_fused_adam_tensor_lr_on_device_and_float_steps():
 
 @pytest.mark.parametrize("momentum", [0.0, 0.9])
 def test_fused_sgd_grad_scale_and_found_inf(momentum):
-    for found in (0.0, 1.0):
+    for found in (0.0, 1.0, 2.0):  # only 1 skips, as on the CPU
         for first in (False, True):
             params = make_params(shapes=[(4, 4), (9,)])
             grads = [g * 8 for g in make_grads(params, 1)]
@@ -223,7 +223,7 @@ def test_fused_sgd_grad_scale_and_found_inf(momentum):
             for lst_vk, lst_cpu in zip(vk, cpu):
                 for a, e in zip(lst_vk, lst_cpu):
                     assert_close(a.cpu(), e, **TOLERANCE[torch.float32])
-            if found:
+            if found == 1.0:
                 assert torch.equal(vk[0][0].cpu(), params[0])
 
 
