@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <string>
@@ -225,6 +226,32 @@ void use_algo(Algo algo) {
 // fp32 tolerance for a k-term sum of values in [-2, 2].
 double f32_atol(int64_t k) { return 1e-5 * (4.0 * std::max<int64_t>(k, 1)); }
 
+// Batched float32 products of `shapes` (m, n, k) with every A / B layout (row / column major),
+// A at element offset 0 and 1 (misaligned for vector loads), B rows padded by `b_pad`, with
+// vector loads on and off: whichever load path the current algorithm takes must agree with
+// the reference.
+struct GemmShape { int64_t m, n, k; };
+void layout_sweep(std::mt19937& rng, std::initializer_list<GemmShape> shapes, int64_t b_pad) {
+  for (bool vec : {true, false}) {
+    gemm_tuning().vector_loads = vec;
+    for (GemmShape s : shapes)
+      for (const char* la : {"row", "col"})
+        for (const char* lb : {"row", "col"})
+          for (int64_t offset : {0, 1}) {
+            Mat a(DType::Float32, 2, s.m, s.k, la, 0, offset), b(DType::Float32, 2, s.k, s.n, lb, b_pad);
+            Mat c(DType::Float32, 2, s.m, s.n);
+            a.fill_random(rng);
+            b.fill_random(rng);
+            c.fill_random(rng);
+            Case cs;
+            cs.batch = 2, cs.m = s.m, cs.n = s.n, cs.k = s.k;
+            EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, f32_atol(s.k)))
+                << s.m << "x" << s.n << "x" << s.k << " A " << la << " B " << lb << " offset "
+                << offset << " vec " << vec;
+          }
+  }
+}
+
 // ---------------------------------------------------------------- tests
 
 TEST_F(GemmKernel, ShapesLayoutsAndAlgorithms) {
@@ -276,25 +303,7 @@ TEST_F(GemmKernel, VectorTileLoads) {
   // misaligned or odd-sized ones the scalar loads. Both must agree with the reference.
   std::mt19937 rng(3);
   gemm_tuning().algo = Algo::Tiled;
-  struct Shape { int64_t m, n, k; };
-  for (bool vec : {true, false}) {
-    gemm_tuning().vector_loads = vec;
-    for (Shape s : {Shape{68, 72, 36}, Shape{64, 128, 64}, Shape{67, 71, 37}, Shape{8, 132, 20}})
-      for (const char* la : {"row", "col"})
-        for (const char* lb : {"row", "col"})
-          for (int64_t offset : {0, 1}) {
-            Mat a(DType::Float32, 2, s.m, s.k, la, 0, offset), b(DType::Float32, 2, s.k, s.n, lb, 4);
-            Mat c(DType::Float32, 2, s.m, s.n);
-            a.fill_random(rng);
-            b.fill_random(rng);
-            c.fill_random(rng);
-            Case cs;
-            cs.batch = 2, cs.m = s.m, cs.n = s.n, cs.k = s.k;
-            EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, f32_atol(s.k)))
-                << s.m << "x" << s.n << "x" << s.k << " A " << la << " B " << lb << " offset "
-                << offset << " vec " << vec;
-          }
-  }
+  layout_sweep(rng, {{68, 72, 36}, {64, 128, 64}, {67, 71, 37}, {8, 132, 20}}, 4);
 }
 
 TEST_F(GemmKernel, LanesPairLoadsAndTails) {
@@ -303,25 +312,7 @@ TEST_F(GemmKernel, LanesPairLoadsAndTails) {
   // infinities in B rows next to the k tail (they must not leak into the sum).
   std::mt19937 rng(7);
   use_algo(Algo::Lanes);
-  struct Shape { int64_t m, n, k; };
-  for (bool vec : {true, false}) {
-    gemm_tuning().vector_loads = vec;
-    for (Shape s : {Shape{40, 136, 36}, Shape{33, 130, 17}, Shape{5, 7, 3}, Shape{9, 20, 70}})
-      for (const char* la : {"row", "col"})
-        for (const char* lb : {"row", "col"})
-          for (int64_t offset : {0, 1}) {
-            Mat a(DType::Float32, 2, s.m, s.k, la, 0, offset), b(DType::Float32, 2, s.k, s.n, lb, 2);
-            Mat c(DType::Float32, 2, s.m, s.n);
-            a.fill_random(rng);
-            b.fill_random(rng);
-            c.fill_random(rng);
-            Case cs;
-            cs.batch = 2, cs.m = s.m, cs.n = s.n, cs.k = s.k;
-            EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, f32_atol(s.k)))
-                << s.m << "x" << s.n << "x" << s.k << " A " << la << " B " << lb << " offset "
-                << offset << " vec " << vec;
-          }
-  }
+  layout_sweep(rng, {{40, 136, 36}, {33, 130, 17}, {5, 7, 3}, {9, 20, 70}}, 2);
   // The default 32 x 16 block (pair loads), partial tiles in m and n.
   gemm_tuning().vector_loads = true;
   gemm_tuning().tm = gemm_tuning().tn = 0;
