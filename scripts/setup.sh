@@ -2,7 +2,9 @@
 # Installs everything torch-vk needs on a fresh Debian 12/13 machine (run as root, or with
 # sudo available) and builds + installs the package into ./.venv (editable).
 #   - Debian packages: compiler, CMake, Ninja, the Vulkan loader/headers, glslc, the Mesa
-#     Vulkan drivers (lavapipe runs Vulkan on the CPU), the Khronos validation layer, GoogleTest.
+#     Vulkan drivers (lavapipe runs Vulkan on the CPU), the Khronos validation layer, GoogleTest,
+#     and glslang + SPIRV-Tools (static libraries: the run-time compiler of torch.compile's
+#     generated kernels).
 #   - Python: a virtual environment with torch (2.11-2.14; default torch==2.13.0), the test
 #     tools, safetensors (checkpoint tests) and matplotlib (the example's loss curve), then
 #     `pip install --no-build-isolation .`.
@@ -15,7 +17,10 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 need_apt=0
 for tool in cmake ninja g++ glslc; do command -v "$tool" >/dev/null 2>&1 || need_apt=1; done
-for f in /usr/include/vulkan/vulkan.h /usr/include/gtest/gtest.h; do [ -e "$f" ] || need_apt=1; done
+for f in /usr/include/vulkan/vulkan.h /usr/include/gtest/gtest.h \
+         /usr/include/glslang/Public/ShaderLang.h /usr/include/spirv-tools/optimizer.hpp; do
+  [ -e "$f" ] || need_apt=1
+done
 ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need_apt=1
 ls /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json >/dev/null 2>&1 || need_apt=1
 if [ "$need_apt" = 1 ]; then
@@ -24,7 +29,7 @@ if [ "$need_apt" = 1 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
     build-essential cmake ninja-build pkg-config \
     libvulkan1 libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers vulkan-tools \
-    libgtest-dev python3-dev python3-venv
+    glslang-dev spirv-tools libgtest-dev python3-dev python3-venv
 fi
 
 PY=${PYTHON:-python3}

@@ -22,6 +22,9 @@
 namespace py = pybind11;
 
 namespace tvk::aten {
+// torch_vk/csrc/generated_bindings.cpp: _compile_kernel, _launch_kernel, ...
+void register_generated_bindings(py::module_& m);
+
 namespace {
 
 std::string version_string(uint32_t v) {
@@ -288,4 +291,7 @@ PYBIND11_MODULE(_C, m) {
       return "";
     }
   });
+
+  // ---- run-time generated kernels (torch.compile) ----
+  register_generated_bindings(m);
 }
