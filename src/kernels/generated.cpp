@@ -288,7 +288,7 @@ constexpr uint32_t kTrailerMagic = 0x314b5654u;  // "TVK1"
 constexpr size_t kTrailerWords = 4;              // magic, word count, checksum (2 words)
 
 // The cached SPIR-V at `path`, or empty when absent, unreadable or failing any check.
-std::vector<uint32_t> load_cached(const std::string& path) {
+[[maybe_unused]] std::vector<uint32_t> load_cached(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return {};
   const std::streamoff bytes = in.tellg();
@@ -309,7 +309,7 @@ std::vector<uint32_t> load_cached(const std::string& path) {
 }
 
 // Atomic write (temporary file + rename); failures are ignored (the cache is optional).
-void store_cached(const std::string& path, const std::vector<uint32_t>& spirv) {
+[[maybe_unused]] void store_cached(const std::string& path, const std::vector<uint32_t>& spirv) {
   const size_t slash = path.rfind('/');
   if (slash == std::string::npos || !make_directories(path.substr(0, slash))) return;
   static std::atomic<uint64_t> counter{0};

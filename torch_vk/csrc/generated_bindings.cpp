@@ -60,9 +60,9 @@ void launch_kernel(int64_t kernel_id, py::handle tensors, py::handle ints, py::h
     value_error(std::string("_launch_kernel: ") + e.what());
   }
   if (groups < 1 || groups > std::numeric_limits<uint32_t>::max())
-    value_error("_launch_kernel: groups must be >= 1, got " + std::to_string(groups));
+    value_error("_launch_kernel: groups must be in 1..2^32-1, got " + std::to_string(groups));
   if (local_size < 1 || local_size > std::numeric_limits<uint32_t>::max())
-    value_error("_launch_kernel: local_size must be >= 1, got " + std::to_string(local_size));
+    value_error("_launch_kernel: local_size must be in 1..2^32-1, got " + std::to_string(local_size));
 
   const c10::DeviceIndex device = current_device_index();
   c10::SmallVector<uint64_t, 16> addresses;
