@@ -11,6 +11,7 @@ stays unregistered.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import warnings
 from typing import Any
@@ -78,6 +79,26 @@ def _register() -> None:
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_storage=True)
     _install_printing_hook()
+    _install_compile_hook()
+
+
+def _install_compile_hook() -> None:
+    """Wraps torch.compile so that its first use registers the vk compiler (backend "vk",
+    Inductor routing for vk graphs; see torch_vk.compiler). Importing torch._dynamo here
+    would add seconds to every `import torch`."""
+    original = torch.compile
+    if getattr(original, "_torch_vk_wrapped", False):
+        return
+
+    @functools.wraps(original)
+    def compile(*args, **kwargs):
+        from torch_vk import compiler
+
+        compiler.register()
+        return original(*args, **kwargs)
+
+    compile._torch_vk_wrapped = True
+    torch.compile = compile
 
 
 def _install_printing_hook() -> None:

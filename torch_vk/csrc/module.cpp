@@ -16,6 +16,7 @@
 #include "aten/generator.h"
 #include "aten/vk_backend.h"
 #include "aten/vk_common.h"
+#include "kernels/kernels.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
 
@@ -284,6 +285,26 @@ PYBIND11_MODULE(_C, m) {
   m.def("_validation_error_count",
         [] { return tvk::Runtime::get().validation_error_count(); });
   m.def("_validation_messages", [] { return tvk::Runtime::get().validation_messages(); });
+  // ---- the element-wise op table, for the torch.compile code generator ----
+  m.def("_elementwise_op_table", [] {
+    using tvk::kernels::ComputeKind;
+    py::dict table;
+    for (const auto& op : tvk::kernels::elementwise_ops()) {
+      py::dict expressions;
+      for (ComputeKind kind : {ComputeKind::Float32, ComputeKind::Int32, ComputeKind::Int64,
+                               ComputeKind::Float64}) {
+        if (const char* expr = tvk::kernels::elementwise_expression(op, kind)) {
+          expressions[tvk::kernels::compute_kind_name(kind)] = expr;
+        }
+      }
+      py::dict row;
+      row["arity"] = op.arity;
+      row["bool"] = op.bool_result;
+      row["expressions"] = expressions;
+      table[op.name] = row;
+    }
+    return table;
+  });
   m.def("_loader_version", []() -> std::string {
     try {
       return tvk::Runtime::get().loader_version_string();

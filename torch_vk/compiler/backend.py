@@ -1,0 +1,87 @@
+"""The torch.compile backend for "vk": Dynamo graph -> AOTAutograd ATen graphs -> fused kernels.
+
+AOTAutograd turns the Dynamo graph into functional ATen forward and backward graphs (training
+works, dynamic shapes arrive as SymInts). Each graph is compiled by `compile_graph`: pointwise
+chains become generated GLSL kernels (torch_vk.compiler.fusion); every other node stays a
+call of the eager vk kernel (matrix multiply, convolution, attention, norms, reductions...).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.fx
+
+_STATS = {"graphs": 0, "fused_kernels": 0}
+
+
+@functools.lru_cache(maxsize=1)
+def op_table() -> dict:
+    import torch_vk
+
+    return torch_vk._C._elementwise_op_table()
+
+
+def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+    """AOTAutograd's forward / backward compiler: returns a boxed callable."""
+    from functorch.compile import make_boxed_func
+
+    from torch_vk.compiler.fusion import fuse_pointwise
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(gm.graph.nodes) + 1000))
+    try:
+        fused_gm, kernels = fuse_pointwise(gm, op_table())
+    finally:
+        sys.setrecursionlimit(limit)
+    _STATS["graphs"] += 1
+    _STATS["fused_kernels"] += kernels
+    debug_dir = os.environ.get("TORCH_VK_COMPILE_DEBUG_DIR")
+    if debug_dir:
+        os.makedirs(debug_dir, exist_ok=True)
+        path = os.path.join(debug_dir, f"graph_{_STATS['graphs']}.py")
+        with open(path, "w") as f:
+            f.write(fused_gm.code)
+    return make_boxed_func(fused_gm.forward)
+
+
+def _make_backend() -> Callable:
+    from torch._dynamo.backends.common import aot_autograd
+
+    return aot_autograd(fw_compiler=compile_graph, bw_compiler=compile_graph,
+                        inference_compiler=compile_graph)
+
+
+_backend: Callable | None = None
+
+
+def vk_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any):
+    """`torch.compile(model, backend="vk")`."""
+    global _backend
+    if _backend is None:
+        _backend = _make_backend()
+    return _backend(gm, example_inputs)
+
+
+def stats() -> dict[str, int]:
+    """Graphs compiled and fused kernels created in this process."""
+    return dict(_STATS)
+
+
+def graph_uses_vk(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> bool:
+    """True when a graph input, parameter or buffer of `gm` lives on a vk device."""
+    for value in example_inputs:
+        if isinstance(value, torch.Tensor) and value.device.type == "vk":
+            return True
+    for tensor in list(gm.parameters()) + list(gm.buffers()):
+        if tensor.device.type == "vk":
+            return True
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            val = node.meta.get("example_value", node.meta.get("val"))
+            if isinstance(val, torch.Tensor) and val.device.type == "vk":
+                return True
+    return False

@@ -1,0 +1,223 @@
+"""GLSL source for a fused element-wise kernel.
+
+A fused kernel evaluates a small program of op-table calls per element of one index space
+(the group's shape) and stores some of the values. Its interface with the runtime
+(torch_vk._C._launch_kernel) is a list of buffer device addresses: outputs first, then inputs.
+Shapes, strides and scalars are compile-time constants (a kernel is specialised per input
+geometry), so the index arithmetic folds to multiplies and constant divisions.
+
+Values follow the eager kernels' semantics exactly: each op computes in its compute kind
+(float32 "opmath" for float16 / bfloat16 / float32), and its result is rounded to the op's
+output dtype before the next op reads it, as if it had been stored and loaded again.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+# tvk::kernels::DType codes (shaders/common.glsl DT_*).
+DTYPE_CODE = {
+    torch.bool: 0, torch.uint8: 1, torch.int8: 2, torch.int16: 3, torch.int32: 4,
+    torch.int64: 5, torch.float16: 6, torch.bfloat16: 7, torch.float32: 8, torch.float64: 9,
+}
+
+# tvk::kernels::ComputeKind codes (shaders/common.glsl KIND_*).
+KIND_FLOAT32, KIND_INT32, KIND_INT64, KIND_FLOAT64 = 0, 1, 2, 3
+KIND_NAMES = {KIND_FLOAT32: "float32", KIND_INT32: "int32", KIND_INT64: "int64",
+              KIND_FLOAT64: "float64"}
+
+MAX_INDEX = 2**31 - 1
+
+
+def compute_kind(dtype: torch.dtype) -> int | None:
+    if dtype in (torch.float16, torch.bfloat16, torch.float32):
+        return KIND_FLOAT32
+    if dtype == torch.float64:
+        return KIND_FLOAT64
+    if dtype == torch.int64:
+        return KIND_INT64
+    if dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32):
+        return KIND_INT32
+    return None
+
+
+def literal(value: Any, kind: int) -> str:
+    """`value` as a GLSL expression of the kind's type, converted the way the eager launchers
+    convert scalar arguments (float32: rounded from double; integers: C conversion with
+    wrap-around)."""
+    if isinstance(value, bool):
+        value = int(value)
+    if kind == KIND_FLOAT32:
+        as_float = float(value)
+        try:
+            bits = struct.unpack("<I", struct.pack("<f", as_float))[0]
+        except OverflowError:  # beyond float32's range: C's conversion gives +-inf
+            bits = 0x7F800000 if as_float > 0 else 0xFF800000
+        return f"uintBitsToFloat(0x{bits:08x}u)"
+    if kind == KIND_FLOAT64:
+        lo, hi = struct.unpack("<II", struct.pack("<d", float(value)))
+        return f"packDouble2x32(uvec2(0x{lo:08x}u, 0x{hi:08x}u))"
+    if isinstance(value, float):
+        as_int = int(value) if value == value and abs(value) != float("inf") else 0
+    else:
+        as_int = int(value)
+    if kind == KIND_INT32:
+        wrapped = (as_int + 2**31) % 2**32 - 2**31
+        return f"int({wrapped})" if wrapped != -2**31 else "int(0x80000000)"
+    wrapped = (as_int + 2**63) % 2**64 - 2**63
+    if wrapped == -2**63:
+        return "(int64_t(-9223372036854775807l) - int64_t(1l))"
+    return f"int64_t({wrapped}l)"
+
+
+def round_to_dtype(expr: str, dtype: torch.dtype, kind: int, bool_result: bool) -> str:
+    """The value of `expr` (kind's type) after a store to `dtype` and a load back."""
+    if bool_result:
+        return expr  # already 1 or 0
+    if dtype == torch.bool:
+        return f"tvk_bool(tvk_truth({expr}))"
+    if kind == KIND_FLOAT32:
+        if dtype == torch.float16:
+            return f"tvk_half_to_float(tvk_float_to_half({expr}))"
+        if dtype == torch.bfloat16:
+            return f"tvk_bf16_to_float(tvk_float_to_bf16({expr}))"
+        return expr
+    if kind == KIND_INT32:
+        if dtype == torch.uint8:
+            return f"(({expr}) & 255)"
+        if dtype == torch.int8:
+            return f"((({expr}) << 24) >> 24)"
+        if dtype == torch.int16:
+            return f"((({expr}) << 16) >> 16)"
+    return expr
+
+
+@dataclass
+class Step:
+    """One op-table call of the program. Operands are ('in', j), ('val', k) or ('lit', value)."""
+    op: str
+    expression: str
+    operands: list[tuple[str, Any]]
+    operand_dtypes: list[torch.dtype]
+    scalars: tuple[Any, Any]
+    out_dtype: torch.dtype
+    bool_result: bool
+
+
+@dataclass
+class Program:
+    kind: int
+    steps: list[Step]
+    input_dtypes: list[torch.dtype]
+    outputs: list[tuple[int, torch.dtype]]   # (step index, output dtype)
+
+
+def coalesce(sizes: Sequence[int], strides: Sequence[Sequence[int]]):
+    """Drops size-1 dims and merges neighbours that are contiguous in every stride array.
+    Returns (sizes, strides) with the fastest dim last."""
+    dims = [(s, [st[d] for st in strides]) for d, s in enumerate(sizes) if s != 1]
+    merged: list[tuple[int, list[int]]] = []
+    for size, st in dims:
+        if merged:
+            prev_size, prev_st = merged[-1]
+            if all(p == c * size for p, c in zip(prev_st, st)):
+                merged[-1] = (prev_size * size, st)
+                continue
+        merged.append((size, st))
+    return [m[0] for m in merged], [[m[1][k] for m in merged] for k in range(len(strides))]
+
+
+def max_offset(sizes: Sequence[int], strides: Sequence[int]) -> int:
+    return sum((s - 1) * abs(st) for s, st in zip(sizes, strides))
+
+
+def generate(program: Program, sizes: Sequence[int], strides: Sequence[Sequence[int]],
+             indirect: bool, name: str) -> str:
+    """Kernel source for `program` over `sizes`; strides[k] are the element strides of operand k
+    (outputs first, then inputs), aligned with sizes. numel and every offset fit in int32."""
+    sizes, strides = coalesce(sizes, strides)
+    numel = 1
+    for s in sizes:
+        numel *= s
+    n_out = len(program.outputs)
+    n_args = n_out + len(program.input_dtypes)
+    lines = [
+        "#version 460",
+        f"// {name}: generated by torch_vk.compiler",
+        "#extension GL_GOOGLE_include_directive : require",
+        f"#define KIND {program.kind}",
+        '#include "common.glsl"',
+        '#include "math.glsl"',
+        '#include "ops.glsl"',
+        "layout(local_size_x_id = 0) in;",
+    ]
+    if indirect:
+        lines += [
+            "layout(push_constant) uniform Push { uint64_t args; } pc;",
+            "layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Args "
+            f"{{ uint64_t addr[{n_args}]; }};",
+        ]
+        addr = "args.addr"
+    else:
+        lines.append(f"layout(push_constant) uniform Push {{ uint64_t addr[{n_args}]; }} pc;")
+        addr = "pc.addr"
+    lines += ["void main() {"]
+    if indirect:
+        lines.append("  Args args = Args(pc.args);")
+    lines += [
+        f"  const uint n = {numel}u;",
+        "  uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;",
+        "  for (uint i = gl_GlobalInvocationID.x; i < n; i += step) {",
+    ]
+    # Coordinates, fastest dim last; each operand's offset is a sum of coordinate * stride.
+    offsets = ["0"] * n_args
+    ndim = len(sizes)
+    if ndim == 1:
+        coords = ["int(i)"]
+    else:
+        coords = []
+        lines.append("    uint r = i;")
+        for d in range(ndim - 1, -1, -1):
+            if d == 0:
+                lines.append(f"    int c{d} = int(r);")
+            else:
+                lines.append(f"    int c{d} = int(r % {sizes[d]}u); r /= {sizes[d]}u;")
+        coords = [f"c{d}" for d in range(ndim)]
+    for k in range(n_args):
+        terms = []
+        for d in range(ndim):
+            st = strides[k][d]
+            if st == 0:
+                continue
+            terms.append(coords[d] if st == 1 else f"{coords[d]} * {st}")
+        offsets[k] = " + ".join(terms) if terms else "0"
+    for j, dtype in enumerate(program.input_dtypes):
+        lines.append(f"    T x{j} = LOAD_T({addr}[{n_out + j}], {DTYPE_CODE[dtype]}, {offsets[n_out + j]});")
+    kind = program.kind
+    for k, step in enumerate(program.steps):
+        lines.append(f"    T v{k};")
+        body = []
+        for name_, (tag, ref), dtype in zip("abc", step.operands, step.operand_dtypes):
+            if tag == "in":
+                value = f"x{ref}"
+            elif tag == "val":
+                value = f"v{ref}"
+            else:
+                value = literal(ref, kind)
+            body.append(f"T {name_} = {value};")
+        body.append(f"T s0 = {literal(step.scalars[0], kind)}; T s1 = {literal(step.scalars[1], kind)};")
+        codes = [DTYPE_CODE[step.out_dtype]] + [DTYPE_CODE[d] for d in step.operand_dtypes]
+        codes += [codes[0]] * (4 - len(codes))
+        body.append("const int dt0 = %d, dt1 = %d, dt2 = %d, dt3 = %d;" % tuple(codes[:4]))
+        expr = f"({step.expression})"
+        if step.bool_result:
+            expr = f"({expr} ? T(1) : T(0))"
+        body.append(f"v{k} = {round_to_dtype(expr, step.out_dtype, kind, step.bool_result)};")
+        lines.append("    { " + " ".join(body) + " }")
+    for o, (k, dtype) in enumerate(program.outputs):
+        lines.append(f"    STORE_T({addr}[{o}], {DTYPE_CODE[dtype]}, {offsets[o]}, v{k});")
+    lines += ["  }", "}", ""]
+    return "\n".join(lines)
