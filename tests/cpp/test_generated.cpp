@@ -370,3 +370,20 @@ TEST_F(Generated, LaunchRejectsBadArguments) {
 }
 
 }  // namespace
+
+namespace {
+
+// Builds without glslang / SPIRV-Tools: compiling raises the documented error (the other
+// tests skip there).
+TEST(GeneratedWithoutCompiler, CompileRaisesAClearError) {
+  if (tvk::kernels::generated_compiler_available()) GTEST_SKIP() << "this build has a compiler";
+  try {
+    tvk::kernels::compile_generated("#version 460\nvoid main() {}\n", "k");
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("built without a run-time shader compiler"),
+              std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

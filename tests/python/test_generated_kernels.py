@@ -16,11 +16,15 @@ import torch_vk
 
 C = torch_vk._C
 
-pytestmark = [
-    pytest.mark.usefixtures("strict_native"),
-    pytest.mark.skipif(not C._generated_compiler_available(),
-                       reason="torch-vk was built without a run-time shader compiler"),
-]
+pytestmark = pytest.mark.usefixtures("strict_native")
+needs_compiler = pytest.mark.skipif(not C._generated_compiler_available(),
+                                    reason="torch-vk was built without a run-time shader compiler")
+
+
+@pytest.mark.skipif(C._generated_compiler_available(), reason="this build has a compiler")
+def test_without_compiler_compiling_raises_a_clear_error():
+    with pytest.raises(RuntimeError, match="built without a run-time shader compiler"):
+        C._compile_kernel("#version 460\nvoid main() {}\n", "k")
 
 
 @pytest.fixture(autouse=True)
@@ -72,6 +76,7 @@ STRIDED_BODY = """
   }"""
 
 
+@needs_compiler
 def test_strided_inputs_push_constants():
     assert not C._generated_args_indirect(3, 4, 1)
     kid = C._compile_kernel(kernel_source(3, 4, 1, STRIDED_BODY), "strided_axpy")
@@ -90,6 +95,7 @@ def test_strided_inputs_push_constants():
     torch.testing.assert_close(out.cpu(), x_cpu * 0.75 + y_cpu)
 
 
+@needs_compiler
 def test_many_arguments_go_through_a_parameter_block():
     k = 8  # out + 8 inputs, one stride per input, one weight per input: 168 bytes
     assert C._generated_args_indirect(k + 1, k, k)
@@ -118,6 +124,7 @@ def test_many_arguments_go_through_a_parameter_block():
     torch.testing.assert_close(out.cpu(), expected)
 
 
+@needs_compiler
 def test_float16_storage_through_common_glsl_helpers():
     body = """
   int n = int(args.iv[0]);
@@ -132,6 +139,7 @@ def test_float16_storage_through_common_glsl_helpers():
     torch.testing.assert_close(out.cpu(), x_cpu.float() * 2.0, rtol=0, atol=0)
 
 
+@needs_compiler
 def test_second_compile_is_a_memory_hit():
     source = kernel_source(3, 4, 1, STRIDED_BODY, tag="memo")
     before = C._generated_kernel_stats()
@@ -143,6 +151,7 @@ def test_second_compile_is_a_memory_hit():
     assert after["disk_hits"] == before["disk_hits"]
 
 
+@needs_compiler
 def test_bad_arguments_raise_value_error():
     kid = C._compile_kernel(kernel_source(3, 4, 1, STRIDED_BODY), "strided_axpy")
     out, y = torch.empty(2, 3, device="vk"), torch.randn(2, 3, device="vk")
@@ -162,6 +171,7 @@ def test_bad_arguments_raise_value_error():
         C._launch_kernel(10**9, [out, y, y], [2, 3, 3, 1], [1.0], 1, 32)
 
 
+@needs_compiler
 def test_compile_error_raises_runtime_error_with_log():
     source = kernel_source(1, 0, 0, "  float z = not_declared_anywhere + 1.0;", tag="broken")
     with pytest.raises(RuntimeError) as info:
@@ -186,6 +196,7 @@ CACHE_SCRIPT = textwrap.dedent("""
 """)
 
 
+@needs_compiler
 def test_disk_cache_round_trip_across_processes(tmp_path):
     source = kernel_source(3, 4, 1, STRIDED_BODY, tag=f"round trip {os.getpid()}")
     env = dict(os.environ, TORCH_VK_CACHE_DIR=str(tmp_path / "shared_cache"))
