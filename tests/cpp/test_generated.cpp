@@ -103,6 +103,9 @@ class Generated : public ::testing::Test {
       GTEST_SKIP() << "no Vulkan device: " << Runtime::get().unavailable_reason();
     if (!generated_compiler_available()) GTEST_SKIP() << "built without a run-time compiler";
     errors_ = Runtime::get().validation_error_count();
+    // The device (and its driver pipeline cache, saved at exit under TORCH_VK_CACHE_DIR as
+    // seen at creation) exists before the variable points at this test's directory.
+    dev();
     if (const char* old = std::getenv("TORCH_VK_CACHE_DIR")) saved_dir_ = old, had_dir_ = true;
     char pattern[] = "/tmp/tvk_generated_test_XXXXXX";
     ASSERT_NE(::mkdtemp(pattern), nullptr);

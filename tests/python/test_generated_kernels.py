@@ -29,7 +29,9 @@ def test_without_compiler_compiling_raises_a_clear_error():
 
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path, monkeypatch):
-    """Every test compiles into its own disk cache (the variable is read at each miss)."""
+    """Every test compiles into its own disk cache (the variable is read at each miss). The
+    device exists first: its driver pipeline cache keeps the directory it was created with."""
+    torch.zeros(1, device="vk")
     monkeypatch.setenv("TORCH_VK_CACHE_DIR", str(tmp_path / "cache"))
 
 
