@@ -270,17 +270,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
     if (G == 1) return t;
     return t.reshape({B, Hk, G, t.size(2), t.size(3)}).sum(2);
   };
+  // Gradients take the layout of their input (empty_like), as PyTorch's meta function and the
+  // CUDA kernels give it: compiled graphs view them under that assumption.
   auto finish = [&](at::Tensor t, const at::Tensor& like) {
     if (three_d) t = t.squeeze(0);
-    return t.to(like.scalar_type());
+    if (t.scalar_type() == like.scalar_type() && t.strides() == like.strides()) return t;
+    at::Tensor result = at::empty_like(like);
+    result.copy_(t);
+    return result;
   };
   if (grad_input_mask[0]) dq = finish(at::matmul(dS, ke).mul_(sc), query);
   if (grad_input_mask[1])
     dk = finish(reduce_heads(at::matmul(dS.transpose(-2, -1), q).mul_(sc)), key);
   if (grad_input_mask[2]) dv = finish(reduce_heads(dv_e), value);
   if (grad_input_mask[3] && attn_bias.defined() && at::isFloatingType(attn_bias.scalar_type())) {
-    at::Tensor g = three_d ? dS.squeeze(0) : dS;
-    dbias = at::sum_to(g, attn_bias.sizes()).to(attn_bias.scalar_type());
+    at::Tensor g = at::sum_to(three_d ? dS.squeeze(0) : dS, attn_bias.sizes());
+    dbias = at::empty_like(attn_bias);
+    dbias.copy_(g);
   }
   (void)Ev;
   return {dq, dk, dv, dbias};

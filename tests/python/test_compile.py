@@ -1,0 +1,283 @@
+"""torch.compile on vk: the default backend and backend="vk", fused kernels, training, shapes.
+
+Compiled results are compared with eager vk runs and with the CPU. Fused kernels compute each
+op the way the eager kernel does (fp32 opmath, rounding to the op's dtype after every op), so
+float32 results agree to a few ulps with eager.
+"""
+import copy
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+import torch_vk
+import torch_vk.compiler
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from helpers import make  # noqa: E402
+from test_models import MLP, SmallCNN, TinyGPT, gpt_loss, make_optimizer  # noqa: E402
+
+VK = torch.device("vk")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def _dispatches(fn, *args):
+    torch.vk.synchronize()
+    before = torch_vk.stats()["dispatches"]
+    out = fn(*args)
+    torch.vk.synchronize()
+    return out, torch_vk.stats()["dispatches"] - before
+
+
+def _fused_kernels_created(fn):
+    before = torch_vk.compiler.stats()["fused_kernels"]
+    out = fn()
+    return out, torch_vk.compiler.stats()["fused_kernels"] - before
+
+
+def pointwise_chain(x, y):
+    z = x * 2.0 + y
+    z = F.gelu(z) - torch.sigmoid(y) * 0.5
+    return torch.where(z > 0, z, z * 0.1).clamp(-2.0, 2.0)
+
+
+# ---------------------------------------------------------------- entry points
+
+
+@pytest.mark.parametrize("backend", [None, "vk"])
+def test_compile_entry_points_match_eager(backend, strict_native):
+    x, y = make((8, 33), torch.float32).to(VK), make((8, 33), torch.float32, seed=1).to(VK)
+    compiled = torch.compile(pointwise_chain) if backend is None else \
+        torch.compile(pointwise_chain, backend=backend)
+    (out, created) = _fused_kernels_created(lambda: compiled(x, y))
+    assert out.device.type == "vk"
+    assert created >= 1
+    assert_close(out, pointwise_chain(x, y), atol=1e-6, rtol=1e-6)
+    assert_close(out.cpu(), pointwise_chain(x.cpu(), y.cpu()), atol=1e-5, rtol=1e-5)
+
+
+def test_fusion_issues_one_dispatch_for_a_pointwise_chain(strict_native):
+    x, y = make((4, 64), torch.float32).to(VK), make((4, 64), torch.float32, seed=1).to(VK)
+    compiled = torch.compile(pointwise_chain)
+    compiled(x, y)  # compile
+    _, eager_dispatches = _dispatches(pointwise_chain, x, y)
+    out, compiled_dispatches = _dispatches(compiled, x, y)
+    assert compiled_dispatches == 1
+    assert eager_dispatches >= 8
+    assert_close(out, pointwise_chain(x, y), atol=1e-6, rtol=1e-6)
+
+
+def test_cpu_graphs_are_not_routed():
+    gm = torch.fx.symbolic_trace(lambda a: a + 1)
+    assert not torch_vk.compiler.backend.graph_uses_vk(gm, [torch.ones(2)])
+    assert torch_vk.compiler.backend.graph_uses_vk(gm, [torch.ones(2, device=VK)])
+
+
+def test_device_interface_registered():
+    torch.compile(lambda a: a)  # registers on first use
+    from torch._dynamo.device_interface import get_interface_for_device
+
+    interface = get_interface_for_device("vk")
+    assert interface.device_count() == torch.vk.device_count()
+    assert interface.is_available()
+    interface.synchronize()
+
+
+# ---------------------------------------------------------------- dtypes, layouts, shapes
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_fused_float_dtypes_match_eager(dtype, strict_native):
+    x = make((6, 40), dtype).to(VK)
+    y = make((40,), dtype, seed=2).to(VK)
+
+    def fn(a, b):
+        return (torch.tanh(a * b + 1.0) * a - b / 3.0).exp().to(dtype)
+
+    out = torch.compile(fn)(x, y)
+    assert out.dtype == dtype
+    # Every op rounds to `dtype` like the eager kernels do, so compiled and eager agree up to
+    # contraction of a * b + c into one fma by the shader compiler.
+    eager_tol = {torch.float32: 1e-6, torch.float16: 1e-3, torch.bfloat16: 8e-3}[dtype]
+    assert_close(out, fn(x, y), atol=eager_tol, rtol=eager_tol)
+    cpu_tol = {torch.float32: 1e-5, torch.float16: 2e-2, torch.bfloat16: 5e-2}[dtype]
+    assert_close(out.cpu().float(), fn(x.cpu(), y.cpu()).float(), atol=cpu_tol, rtol=cpu_tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.int16, torch.uint8])
+def test_fused_integer_dtypes_match_cpu(dtype, strict_native):
+    x = torch.randint(0, 50, (5, 17), dtype=dtype)
+    y = torch.randint(1, 7, (17,), dtype=dtype)
+
+    def fn(a, b):
+        return torch.where(a > b, a * b + 3, (a - b) * 2) // b + (a % b)
+
+    out = torch.compile(fn)(x.to(VK), y.to(VK))
+    assert out.dtype == dtype
+    assert torch.equal(out.cpu(), fn(x, y))
+
+
+def test_fused_bool_logic(strict_native):
+    a = torch.rand(7, 9) > 0.5
+    b = torch.rand(9) > 0.3
+    x = make((7, 9), torch.float32)
+
+    def fn(m, n, v):
+        keep = (~m & n) | (v > 1.0)
+        return torch.where(keep, v * 2.0, -v), keep
+
+    out, keep = torch.compile(fn)(a.to(VK), b.to(VK), x.to(VK))
+    ref, ref_keep = fn(a, b, x)
+    assert torch.equal(keep.cpu(), ref_keep)
+    assert_close(out.cpu(), ref)
+
+
+@pytest.mark.parametrize("layout", ["transposed", "sliced", "broadcast", "zero_dim", "empty"])
+def test_fused_layouts(layout, strict_native):
+    base = make((12, 10), torch.float32)
+    if layout == "transposed":
+        x, y = base.t(), make((10, 12), torch.float32, seed=3)
+    elif layout == "sliced":
+        x, y = base[::2, 1:], make((6, 9), torch.float32, seed=3)
+    elif layout == "broadcast":
+        x, y = base, make((12, 1), torch.float32, seed=3)
+    elif layout == "zero_dim":
+        x, y = base, torch.tensor(0.75)
+    else:
+        x, y = base[:0], make((0, 10), torch.float32, seed=3)
+
+    def fn(a, b):
+        return torch.relu(a - b) * 3.0 + b
+
+    vk_y = y.to(VK)
+    out = torch.compile(fn)(x.to(VK) if layout != "transposed" else base.to(VK).t(), vk_y)
+    assert out.shape == fn(x, y).shape
+    assert_close(out.cpu(), fn(x, y))
+
+
+def test_new_shapes_recompile_or_run_symbolically(strict_native):
+    compiled = torch.compile(pointwise_chain)
+    for n in (5, 9, 17, 33):
+        x, y = make((3, n), torch.float32).to(VK), make((3, n), torch.float32, seed=1).to(VK)
+        assert_close(compiled(x, y).cpu(), pointwise_chain(x.cpu(), y.cpu()), atol=1e-5, rtol=1e-5)
+
+
+def test_graph_breaks_fall_back_to_eager_per_graph(strict_native):
+    def fn(a):
+        b = torch.sin(a) * 2.0 + 1.0
+        if float(b.sum()) > 0:  # data-dependent branch: a graph break
+            return torch.cos(b) * b - 1.0
+        return b * 3.0
+
+    x = make((4, 8), torch.float32).to(VK)
+    assert_close(torch.compile(fn)(x).cpu(), fn(x.cpu()), atol=1e-5, rtol=1e-5)
+
+
+# ---------------------------------------------------------------- models and training
+
+
+def _train(model, batches, loss_fn, optimizer, compile_model):
+    opt = make_optimizer(optimizer, model.parameters())
+    run = torch.compile(model) if compile_model else model
+    losses = []
+    for x, y in batches:
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(run(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.detach())
+    return [float(l) for l in losses]
+
+
+def _compare_training(model, batches, loss_fn, optimizer):
+    eager_model = copy.deepcopy(model).to(VK)
+    compiled_model = copy.deepcopy(model).to(VK)
+    vk_batches = [(x.to(VK), y.to(VK)) for x, y in batches]
+    eager_losses = _train(eager_model, vk_batches, loss_fn, optimizer, False)
+    compiled_losses = _train(compiled_model, vk_batches, loss_fn, optimizer, True)
+    assert_close(torch.tensor(compiled_losses), torch.tensor(eager_losses), atol=1e-5, rtol=1e-4)
+    for p_eager, p_compiled in zip(eager_model.parameters(), compiled_model.parameters()):
+        assert_close(p_compiled.cpu(), p_eager.cpu(), atol=1e-4, rtol=1e-4)
+    cpu_losses = _train(model, batches, loss_fn, optimizer, False)
+    assert_close(torch.tensor(compiled_losses), torch.tensor(cpu_losses), atol=1e-4, rtol=1e-3)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adamw_fused"])
+def test_compiled_mlp_trains_like_eager(optimizer, strict_native):
+    torch.manual_seed(0)
+    batches = [(torch.randn(16, 12), torch.randint(0, 5, (16,))) for _ in range(3)]
+    _compare_training(MLP(), batches, F.cross_entropy, optimizer)
+
+
+def test_compiled_cnn_trains_like_eager(strict_native):
+    torch.manual_seed(0)
+    batches = [(torch.randn(4, 3, 8, 8), torch.randint(0, 5, (4,))) for _ in range(2)]
+    _compare_training(SmallCNN(), batches, F.cross_entropy, "sgd")
+
+
+@pytest.mark.parametrize("fused_attention", [True, False])
+def test_compiled_gpt_trains_like_eager(fused_attention, strict_native):
+    torch.manual_seed(0)
+    batches = [(torch.randint(0, 29, (2, 16)), torch.randint(0, 29, (2, 16))) for _ in range(2)]
+    model = TinyGPT(fused_attention=fused_attention)
+    _compare_training(model, batches, gpt_loss, "adamw_fused")
+
+
+def test_compiled_forward_uses_fewer_dispatches_for_gelu_mlp(strict_native):
+    # A GPT-2 style MLP: its "new GELU" is a chain of eight element-wise ops in eager mode.
+    class NewGeluMLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(32, 128)
+            self.proj = nn.Linear(128, 32)
+
+        def forward(self, x):
+            h = self.fc(x)
+            h = 0.5 * h * (1.0 + torch.tanh(0.7978845608 * (h + 0.044715 * torch.pow(h, 3.0))))
+            return x + self.proj(h)
+
+    model = NewGeluMLP().to(VK).eval()
+    x = torch.randn(2, 8, 32, device=VK)
+    compiled = torch.compile(model)
+    with torch.no_grad():
+        compiled(x)
+        expected, eager_dispatches = _dispatches(model, x)
+        out, compiled_dispatches = _dispatches(compiled, x)
+    assert_close(out, expected, atol=1e-5, rtol=1e-5)
+    assert compiled_dispatches * 2 <= eager_dispatches, (compiled_dispatches, eager_dispatches)
+
+
+# ---------------------------------------------------------------- kernel cache across processes
+
+
+def test_second_process_reuses_compiled_kernels(tmp_path):
+    script = textwrap.dedent("""
+        import torch, torch_vk, torch_vk.compiler
+        x = torch.arange(12.0, device="vk").view(3, 4)
+        f = torch.compile(lambda a: torch.relu(a * 2.0 - 3.0) + 1.0)
+        assert torch.equal(f(x).cpu(), torch.relu(x.cpu() * 2.0 - 3.0) + 1.0)
+        s = torch_vk._C._generated_kernel_stats()
+        print(s["compiles"], s["disk_hits"])
+    """)
+    env = dict(__import__("os").environ, TORCH_VK_CACHE_DIR=str(tmp_path))
+    first = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    second = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert second.returncode == 0, second.stderr
+    compiles_1, _ = map(int, first.stdout.split()[-2:])
+    compiles_2, disk_hits_2 = map(int, second.stdout.split()[-2:])
+    assert compiles_1 >= 1
+    assert compiles_2 == 0 and disk_hits_2 == compiles_1
