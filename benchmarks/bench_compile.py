@@ -1,0 +1,208 @@
+"""torch.compile benchmark: eager vs compiled on vk, per model, measured in one run.
+
+  python benchmarks/bench_compile.py [--quick] [--json FILE] [--device vk|cuda|cpu]
+
+For an MLP, a small CNN and a GPT-2 style transformer block it reports, for the forward pass
+(inference, no_grad) and for a training step (forward + backward + SGD):
+  - step time (median wall time, synchronized), eager and compiled, and their ratio;
+  - host time per step: wall time of recording one step on an idle device, without waiting
+    for it (vk only; on lavapipe the "device" shares the CPU cores, which inflates this);
+  - dispatches per step from torch_vk.stats() (vk only), eager and compiled, and their ratio.
+Numbers belong in notes, never in tests.
+"""
+import argparse
+import json
+import math
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import torch_vk
+
+
+class MLP(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width),
+                                 nn.SiLU(), nn.Linear(width, 10))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class CNN(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        c = channels
+        self.body = nn.Sequential(
+            nn.Conv2d(3, c, 3, padding=1), nn.BatchNorm2d(c), nn.SiLU(),
+            nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c), nn.SiLU(), nn.MaxPool2d(2),
+            nn.Conv2d(c, 2 * c, 3, padding=1), nn.BatchNorm2d(2 * c), nn.SiLU(),
+            nn.AdaptiveAvgPool2d(1))
+        self.head = nn.Linear(2 * c, 10)
+
+    def forward(self, x):
+        return self.head(torch.flatten(self.body(x), 1))
+
+
+class GPT2Block(nn.Module):
+    """Written the way Hugging Face's GPT-2 block is: explicit attention with a causal mask,
+    the tanh GELU as a formula, residual adds."""
+
+    def __init__(self, dim, heads, seq):
+        super().__init__()
+        self.heads = heads
+        self.ln_1 = nn.LayerNorm(dim)
+        self.c_attn = nn.Linear(dim, 3 * dim)
+        self.c_proj = nn.Linear(dim, dim)
+        self.ln_2 = nn.LayerNorm(dim)
+        self.c_fc = nn.Linear(dim, 4 * dim)
+        self.mlp_proj = nn.Linear(4 * dim, dim)
+        self.register_buffer("bias", torch.tril(torch.ones(seq, seq, dtype=torch.bool)))
+
+    def attention(self, x):
+        b, t, c = x.shape
+        q, k, v = self.c_attn(x).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        w = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(v.size(-1))
+        w = torch.where(self.bias[:t, :t], w, torch.finfo(w.dtype).min)
+        w = F.softmax(w, dim=-1)
+        y = torch.matmul(w, v)
+        return self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
+
+    def mlp(self, x):
+        h = self.c_fc(x)
+        h = 0.5 * h * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (h + 0.044715 * torch.pow(h, 3.0))))
+        return self.mlp_proj(h)
+
+    def forward(self, x):
+        x = x + self.attention(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+def sync(device):
+    if device.type == "vk":
+        torch.vk.synchronize()
+    elif device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def median_time(fn, device, repeat):
+    times = []
+    for _ in range(repeat):
+        sync(device)
+        start = time.perf_counter()
+        fn()
+        sync(device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def host_time(fn, device, steps):
+    """Median wall time of recording one step on an idle device (no wait inside the step;
+    back-to-back steps would measure the device instead once its queue fills)."""
+    times = []
+    for _ in range(steps):
+        sync(device)
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    sync(device)
+    return statistics.median(times)
+
+
+def dispatches(fn, device):
+    if device.type != "vk":
+        return None
+    sync(device)
+    before = torch_vk.stats()["dispatches"]
+    fn()
+    sync(device)
+    return torch_vk.stats()["dispatches"] - before
+
+
+def measure(name, model, make_input, device, repeat, warmup):
+    rows = []
+    x = make_input()
+    target = torch.randint(0, 10, (x.shape[0],), device=device)
+    compiled = torch.compile(model)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+
+    def forward(run):
+        def step():
+            with torch.no_grad():
+                run(x)
+        return step
+
+    def train(run):
+        def step():
+            opt.zero_grad(set_to_none=True)
+            out = run(x)
+            loss = F.cross_entropy(out.reshape(-1, out.shape[-1])[: target.shape[0]], target)
+            loss.backward()
+            opt.step()
+        return step
+
+    for mode, make_step in (("forward", forward), ("train step", train)):
+        result = {"model": name, "mode": mode}
+        for label, run in (("eager", model), ("compiled", compiled)):
+            step = make_step(run)
+            for _ in range(warmup):
+                step()
+            result[f"{label}_ms"] = median_time(step, device, repeat) * 1e3
+            if device.type == "vk":
+                result[f"{label}_host_us"] = host_time(step, device, repeat) * 1e6
+            result[f"{label}_dispatches"] = dispatches(step, device)
+        result["speedup"] = result["eager_ms"] / result["compiled_ms"]
+        if result["eager_dispatches"]:
+            result["dispatch_ratio"] = result["eager_dispatches"] / result["compiled_dispatches"]
+        rows.append(result)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json", default="")
+    ap.add_argument("--device", default="vk")
+    ap.add_argument("--large", action="store_true", help="GPU-sized models")
+    args = ap.parse_args()
+    device = torch.device(args.device)
+    torch.manual_seed(0)
+    repeat, warmup = (5, 2) if args.quick else (20, 3)
+    big = args.large
+    width, channels, dim, seq, batch = (1024, 64, 768, 256, 16) if big else (64, 8, 64, 32, 4)
+    models = [
+        ("mlp", MLP(width), lambda: torch.randn(batch * 8, width, device=device)),
+        ("cnn", CNN(channels), lambda: torch.randn(batch, 3, 32 if big else 16, 32 if big else 16,
+                                                   device=device)),
+        ("gpt2 block", GPT2Block(dim, 12 if big else 4, seq),
+         lambda: torch.randn(batch, seq, dim, device=device)),
+    ]
+    rows = []
+    for name, model, make_input in models:
+        torch._dynamo.reset()
+        rows += measure(name, model.to(device), make_input, device, repeat, warmup)
+    header = f"{'model':<11} {'mode':<10} {'eager ms':>9} {'compiled ms':>11} {'speedup':>7}"
+    if device.type == "vk":
+        header += f" {'host us e/c':>15} {'dispatches e/c':>15} {'ratio':>6}"
+    print(f"device: {device}, torch {torch.__version__}")
+    print(header)
+    for r in rows:
+        line = (f"{r['model']:<11} {r['mode']:<10} {r['eager_ms']:>9.2f} {r['compiled_ms']:>11.2f} "
+                f"{r['speedup']:>7.2f}")
+        if device.type == "vk":
+            line += (f" {r['eager_host_us']:>7.0f}/{r['compiled_host_us']:<7.0f}"
+                     f" {r['eager_dispatches']:>7}/{r['compiled_dispatches']:<7}"
+                     f" {r['dispatch_ratio']:>6.2f}")
+        print(line)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
