@@ -140,6 +140,21 @@ def test_default_inductor_entry_point_also_fuses(strict_native):
     assert_close(out.cpu(), nanogpt(q, k, v, mask), **FP32)
 
 
+def test_dynamic_sequence_length_recompile_fuses(strict_native):
+    """A second length makes Dynamo recompile with a symbolic sequence length; the head dim,
+    hence the scale, stays a number, and the symbolic graph is rewritten too."""
+    compiled = torch.compile(nanogpt, backend="vk")
+    before = patterns.stats()["attention"]
+    for seq in (SEQ, SEQ - 2):
+        generator = torch.Generator().manual_seed(seq)
+        q, k, v = (torch.randn(BATCH, HEADS, seq, HEAD_DIM, generator=generator)
+                   for _ in range(3))
+        mask = causal_mask()[:seq, :seq]
+        out = compiled(q.to(VK), k.to(VK), v.to(VK), mask.to(VK))
+        assert_close(out.cpu(), nanogpt(q, k, v, mask), **FP32)
+    assert patterns.stats()["attention"] - before == 2
+
+
 def test_replaced_graph_calls_sdpa():
     """The rewritten Dynamo graph: SDPA with an explicit scale and the mask to keep; the
     matmuls, scale, mask and softmax are gone."""

@@ -79,10 +79,10 @@ def _bind(node: torch.fx.Node, params: tuple[str, ...], defaults: dict[str, Any]
     arguments outside `params` (an `out=`, say) that the pattern does not understand."""
     if len(node.args) > len(params):
         return None
-    bound = dict(defaults)
-    bound.update(zip(params, node.args))
+    positional = dict(zip(params, node.args))
+    bound = {**defaults, **positional}
     for name, value in node.kwargs.items():
-        if name not in params or name in dict(zip(params, node.args)):
+        if name not in params or name in positional:
             return None
         bound[name] = value
     if any(name not in bound for name in params):
@@ -377,7 +377,8 @@ def _sdpa_accepts(q: torch.fx.Node, k: torch.fx.Node, v: torch.fx.Node, scores: 
         return False
     if qv.dim() < 3 or not (qv.dim() == kv.dim() == vv.dim() == sv.dim() == ov.dim()):
         return False
-    if not (_same_shape(qv.shape[:-2], kv.shape[:-2]) and _same_shape(kv.shape[:-2], vv.shape[:-2])):
+    batch = qv.shape[:-2]
+    if not (_same_shape(batch, kv.shape[:-2]) and _same_shape(batch, vv.shape[:-2])):
         return False
     if not (_same_size(qv.shape[-1], kv.shape[-1]) and _same_size(kv.shape[-2], vv.shape[-2])):
         return False
