@@ -79,6 +79,18 @@ def unmasked_zero_dropout(q, k, v, mask):
     return att @ v
 
 
+def mask_marks_dropped_keys(q, k, v, dropped):
+    att = (q @ k.transpose(-2, -1)) / math.sqrt(k.size(-1))
+    att = att.masked_fill(dropped, float("-inf"))
+    return F.softmax(att, dim=-1) @ v
+
+
+def where_fill_first(q, k, v, dropped):
+    att = (q @ k.transpose(-2, -1)) * 0.3
+    att = torch.where(dropped, float("-inf"), att)
+    return F.softmax(att, dim=-1) @ v
+
+
 # (function, mask for the CPU run): masks of other dtypes exercise the `mask == 0` rewrite.
 REPLACED = {
     "nanogpt_causal": (nanogpt, causal_mask),
@@ -90,6 +102,9 @@ REPLACED = {
     "where_scalar_fill": (where_torch_softmax_unscaled, causal_mask),
     "where_tensor_fill": (where_tensor_fill_eval_dropout, padding_mask),
     "no_mask": (unmasked_zero_dropout, causal_mask),
+    # The mask marks what to drop: SDPA gets logical_not(mask).
+    "masked_fill_dropped": (mask_marks_dropped_keys, lambda: ~padding_mask()),
+    "where_dropped": (where_fill_first, lambda: ~causal_mask()),
 }
 
 
@@ -228,6 +243,11 @@ def test_finite_fill_left_alone(strict_native):
 def test_softmax_over_other_dim_left_alone(strict_native):
     # Only the first query sees the last key, so no column is fully masked.
     compare(softmax_over_queries, causal_mask().T.contiguous(), replacements=0)
+
+
+def test_one_dim_key_mask_left_alone(strict_native):
+    # PyTorch's SDPA wants a mask of at least 2 dims; masked_fill broadcasts a 1-dim one.
+    compare(nanogpt, torch.arange(SEQ) < SEQ - 3, replacements=0)
 
 
 def test_training_dropout_left_alone(strict_native):

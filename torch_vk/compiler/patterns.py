@@ -26,6 +26,10 @@ A chain is rewritten only when the rewrite computes the same values:
   as SDPA's boolean mask when a row is fully masked (the softmax then averages over the filled
   positions), so such chains are left alone;
 - the softmax is over the last dimension, in the input's dtype;
+- the mask has at least 2 dims (SDPA's requirement) and becomes a bool "attend" mask:
+  masked_fill(~m or m == 0 or logical_not(m), -inf) and where(m, s, -inf) give m itself when m
+  is bool, else an inserted m != 0; masked_fill(d, -inf) and where(d, -inf, s) with a bool d
+  give an inserted logical_not(d);
 - q, k, v have the same floating dtype, at least 3 dimensions and the same batch dimensions,
   which SDPA accepts without broadcasting (shapes come from Dynamo's node.meta["example_value"];
   a node without metadata is left alone).
@@ -387,8 +391,10 @@ def _sdpa_accepts(q: torch.fx.Node, k: torch.fx.Node, v: torch.fx.Node, scores: 
     if not (_same_shape(sv.shape, expected_scores) and _same_shape(ov.shape, expected_output)):
         return False
     if mask is not None:
+        # masked_fill / where broadcast the mask to the scores' shape, so it broadcasts for
+        # SDPA too; PyTorch's SDPA rejects masks of fewer than 2 dims (IndexError on the CPU).
         mv = _example(mask.source)
-        if mv is None or mv.dim() > sv.dim() or mv.device != qv.device:
+        if mv is None or not 2 <= mv.dim() <= sv.dim() or mv.device != qv.device:
             return False
     return True
 
