@@ -170,6 +170,21 @@ def test_dynamic_sequence_length_recompile_fuses(strict_native):
     assert patterns.stats()["attention"] - before == 2
 
 
+def test_fully_masked_row_gives_zeros_not_nan(strict_native):
+    """The documented difference: a row with nothing to attend to is NaN in the explicit chain
+    and zeros in SDPA (safe softmax); every other row is the same."""
+    q, k, v, _ = make_inputs()
+    mask = causal_mask()
+    mask[0] = False
+    before = patterns.stats()["attention"]
+    out = torch.compile(nanogpt, backend="vk")(q.to(VK), k.to(VK), v.to(VK), mask.to(VK)).cpu()
+    assert patterns.stats()["attention"] - before == 1
+    expected = nanogpt(q, k, v, mask)
+    assert torch.isnan(expected[:, :, 0]).all()
+    assert_close(out[:, :, 0], torch.zeros_like(out[:, :, 0]))
+    assert_close(out[:, :, 1:], expected[:, :, 1:], **FP32)
+
+
 def test_replaced_graph_calls_sdpa():
     """The rewritten Dynamo graph: SDPA with an explicit scale and the mask to keep; the
     matmuls, scale, mask and softmax are gone."""
