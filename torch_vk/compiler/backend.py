@@ -63,6 +63,8 @@ def vk_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs
     global _backend
     if _backend is None:
         _backend = _make_backend()
+    from torch_vk.compiler.patterns import fuse_attention
+    fuse_attention(gm)  # on the torch-level graph, so AOTAutograd traces SDPA's backward too
     return _backend(gm, example_inputs)
 
 
