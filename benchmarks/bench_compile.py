@@ -49,8 +49,8 @@ class CNN(nn.Module):
 
 
 class GPT2Block(nn.Module):
-    """Written the way Hugging Face's GPT-2 block is: explicit attention with a causal mask,
-    the tanh GELU as a formula, residual adds."""
+    """Written the way nanoGPT writes GPT-2's block: explicit attention with a causal mask
+    filled with -inf, the tanh GELU as a formula, residual adds."""
 
     def __init__(self, dim, heads, seq):
         super().__init__()
@@ -68,7 +68,7 @@ class GPT2Block(nn.Module):
         q, k, v = self.c_attn(x).split(c, dim=2)
         q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
         w = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(v.size(-1))
-        w = torch.where(self.bias[:t, :t], w, torch.finfo(w.dtype).min)
+        w = w.masked_fill(~self.bias[:t, :t], float("-inf"))
         w = F.softmax(w, dim=-1)
         y = torch.matmul(w, v)
         return self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
