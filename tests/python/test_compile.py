@@ -261,23 +261,71 @@ def test_compiled_forward_uses_fewer_dispatches_for_gelu_mlp(strict_native):
 # ---------------------------------------------------------------- kernel cache across processes
 
 
-def test_second_process_reuses_compiled_kernels(tmp_path):
+def test_second_process_reuses_compiled_kernels(tmp_path, monkeypatch):
+    # This process compiles into an empty cache directory; a fresh process then finds every
+    # kernel of the same function on disk and compiles none.
     script = textwrap.dedent("""
         import torch, torch_vk, torch_vk.compiler
         x = torch.arange(12.0, device="vk").view(3, 4)
-        f = torch.compile(lambda a: torch.relu(a * 2.0 - 3.0) + 1.0)
-        assert torch.equal(f(x).cpu(), torch.relu(x.cpu() * 2.0 - 3.0) + 1.0)
+        f = torch.compile(lambda a: torch.relu(a * 2.0 - 3.25) + 1.0)
+        assert torch.equal(f(x).cpu(), torch.relu(x.cpu() * 2.0 - 3.25) + 1.0)
         s = torch_vk._C._generated_kernel_stats()
         print(s["compiles"], s["disk_hits"])
     """)
-    env = dict(__import__("os").environ, TORCH_VK_CACHE_DIR=str(tmp_path))
-    first = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                           text=True, timeout=300)
-    assert first.returncode == 0, first.stderr
-    second = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                            text=True, timeout=300)
+    monkeypatch.setenv("TORCH_VK_CACHE_DIR", str(tmp_path))
+    before = torch_vk._C._generated_kernel_stats()
+    x = torch.arange(12.0, device=VK).view(3, 4)
+    f = torch.compile(lambda a: torch.relu(a * 2.0 - 3.25) + 1.0)
+    assert torch.equal(f(x).cpu(), torch.relu(x.cpu() * 2.0 - 3.25) + 1.0)
+    compiled_here = torch_vk._C._generated_kernel_stats()["compiles"] - before["compiles"]
+    assert compiled_here >= 1
+    assert list((tmp_path / "spirv").glob("*.spv"))
+    second = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=300)
     assert second.returncode == 0, second.stderr
-    compiles_1, _ = map(int, first.stdout.split()[-2:])
-    compiles_2, disk_hits_2 = map(int, second.stdout.split()[-2:])
-    assert compiles_1 >= 1
-    assert compiles_2 == 0 and disk_hits_2 == compiles_1
+    compiles, disk_hits = map(int, second.stdout.split()[-2:])
+    assert compiles == 0 and disk_hits == compiled_here
+
+
+# ---------------------------------------------------------------- optimizers and input mutations
+
+
+@pytest.mark.parametrize("name", ["sgd", "adam", "adamw"])
+def test_compiled_optimizer_step_fuses_per_parameter(name, strict_native):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(12, 24), nn.GELU(), nn.Linear(24, 5)).to(VK)
+    twin = copy.deepcopy(model)
+    make = {"sgd": lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, weight_decay=1e-3),
+            "adam": lambda p: torch.optim.Adam(p, lr=1e-2),
+            "adamw": lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.1)}[name]
+    eager_opt, compiled_opt = make(model.parameters()), make(twin.parameters())
+    compiled_step = torch.compile(compiled_opt.step)
+    x = torch.randn(6, 12, device=VK)
+    for _ in range(3):
+        for m, opt, step in ((model, eager_opt, eager_opt.step), (twin, compiled_opt, compiled_step)):
+            opt.zero_grad()
+            m(x).square().mean().backward()
+            step()
+    for a, b in zip(model.parameters(), twin.parameters()):
+        assert_close(b, a, atol=1e-6, rtol=1e-5)
+    twin(x).square().mean().backward()
+    _, dispatches = _dispatches(compiled_step)
+    # One generated kernel per parameter updates it and its optimizer state in place.
+    assert dispatches == len(list(twin.parameters()))
+
+
+def test_input_mutation_is_stored_in_place(strict_native):
+    def update(buf, x, scale):
+        buf.mul_(0.9).add_(x * scale)   # an in-place update of a graph input
+        return buf.sum()
+
+    buf = make((5, 6), torch.float32).to(VK)
+    ref = buf.clone()
+    x = make((5, 6), torch.float32, seed=4).to(VK)
+    compiled = torch.compile(update)
+    for step in range(3):
+        scale = torch.tensor(0.5 + step)      # a host scalar, passed by value
+        out = compiled(buf, x, scale)
+        expected = update(ref, x, scale)
+        assert_close(buf, ref, atol=1e-6, rtol=1e-6)
+        assert_close(out, expected, atol=1e-5, rtol=1e-5)

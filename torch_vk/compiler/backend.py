@@ -29,11 +29,13 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Ca
     """AOTAutograd's forward / backward compiler: returns a boxed callable."""
     from functorch.compile import make_boxed_func
 
+    from torch_vk.compiler.foreach import split_foreach
     from torch_vk.compiler.fusion import fuse_pointwise
 
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 10 * len(gm.graph.nodes) + 1000))
     try:
+        split_foreach(gm)
         fused_gm, kernels = fuse_pointwise(gm, op_table())
     finally:
         sys.setrecursionlimit(limit)
@@ -51,8 +53,11 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Ca
 def _make_backend() -> Callable:
     from torch._dynamo.backends.common import aot_autograd
 
+    # keep_inference_input_mutations: in-place updates of graph inputs (optimizer steps,
+    # running statistics) stay in the graph as copy_ nodes, which fusion can turn into stores
+    # straight into the input.
     return aot_autograd(fw_compiler=compile_graph, bw_compiler=compile_graph,
-                        inference_compiler=compile_graph)
+                        inference_compiler=compile_graph, keep_inference_input_mutations=True)
 
 
 _backend: Callable | None = None

@@ -38,6 +38,13 @@ def _tensor_meta(node: Any) -> torch.Tensor | None:
     return val if isinstance(val, torch.Tensor) else None
 
 
+def _host_scalar(val: torch.Tensor | None) -> bool:
+    """A 0-dim CPU tensor (a scalar computed on the host, e.g. an optimizer's bias correction):
+    the fused kernel takes its value as a push-constant argument, as the eager kernels do."""
+    return (val is not None and val.device.type == "cpu" and val.dim() == 0
+            and (glsl.compute_kind(val.dtype) is not None))
+
+
 def _fusable_tensor(val: torch.Tensor | None) -> bool:
     return (val is not None and val.device.type == "vk" and val.layout == torch.strided
             and glsl.compute_kind(val.dtype) is not None and val.dtype != torch.float64)
@@ -65,7 +72,7 @@ def _call_kind(node: torch.fx.Node, call: PointwiseCall, op_table: dict) -> int 
     for operand in call.operands:
         if isinstance(operand, torch.fx.Node):
             val = _tensor_meta(operand)
-            if not _fusable_tensor(val):
+            if not (_fusable_tensor(val) or _host_scalar(val)):
                 return None
             operand_vals.append(val)
         else:
@@ -81,9 +88,8 @@ def _call_kind(node: torch.fx.Node, call: PointwiseCall, op_table: dict) -> int 
         dtype = operand_vals[0].dtype if isinstance(operand_vals[0], torch.Tensor) else None
         if dtype is None:
             return None
-        for other in operand_vals[1:]:
-            dtype = torch.result_type(torch.empty((), dtype=dtype), other) \
-                if not isinstance(other, torch.Tensor) else torch.promote_types(dtype, other.dtype)
+        if len(operand_vals) == 2:
+            dtype = torch.result_type(operand_vals[0], operand_vals[1])
     else:
         dtype = out.dtype
     kind = glsl.compute_kind(dtype)
@@ -118,6 +124,14 @@ class _Partition:
     def _reach_of(self, node: torch.fx.Node) -> set[int]:
         return {self.find(g) for g in self.reach.get(node, ())}
 
+    def _acyclic(self, gids: set[int], node: torch.fx.Node) -> bool:
+        members = {m for g in gids for m in self.groups[g].nodes} | {node}
+        for member in members:
+            for inp in member.all_input_nodes:
+                if inp not in members and self._reach_of(inp) & gids:
+                    return False
+        return True
+
     def _absorbable(self, group: Group, node: torch.fx.Node) -> bool:
         """A group of a smaller shape that only `node` uses can be recomputed per element of
         `node`'s shape: its values broadcast to it (numpy rules), and nothing else reads them."""
@@ -150,22 +164,13 @@ class _Partition:
                     continue
                 if g.shape_key == shape_key or self._absorbable(g, node):
                     candidates.add(g.gid)
-        # A candidate is unusable when the node also reaches it through a node outside it
-        # (the fused kernel would need a value computed from its own output), or when two
-        # candidates reach each other.
-        for inp in inputs:
-            in_group = self.find(self.group_of[inp]) if inp in self.group_of else None
-            for gid in list(candidates):
-                if in_group != gid and gid in self._reach_of(inp):
-                    candidates.discard(gid)
-        for gid in list(candidates):
-            others = candidates - {gid}
-            members_reach = set()
-            for member in self.groups[gid].nodes:
-                members_reach |= self._reach_of(member)
-            if members_reach & others:
-                candidates = {gid}
-                break
+        # Merging is only valid without a cycle: no node outside the merged set may depend on
+        # a member of it while a member (or `node`) depends on that node. Every such path
+        # leaves through an input of a member, so checking the members' outside inputs is
+        # exact. Fall back to the largest single candidate that is valid, or to none.
+        if candidates and not self._acyclic(candidates, node):
+            valid = [g for g in sorted(candidates) if self._acyclic({g}, node)]
+            candidates = {valid[0]} if valid else set()
         concrete = {self.groups[g].kind for g in candidates} | {kind}
         concrete.discard(ANY_KIND)
         if len(concrete) > 1:  # e.g. a float group and an int group under one truth op
@@ -201,7 +206,8 @@ class _Partition:
         return out
 
 
-def _build_kernel(group: Group, calls: dict, op_table: dict, index: int):
+def _build_kernel(group: Group, calls: dict, op_table: dict, index: int,
+                  writes_into: dict[torch.fx.Node, torch.fx.Node]):
     members = set(group.nodes)
     inputs: list[torch.fx.Node] = []
     input_index: dict[torch.fx.Node, int] = {}
@@ -223,6 +229,11 @@ def _build_kernel(group: Group, calls: dict, op_table: dict, index: int):
             else:
                 operands.append(("lit", operand))
                 dtypes.append(node.meta["val"].dtype)
+        for geometry in call.extra.get("geometry", []):
+            if isinstance(geometry, torch.fx.Node) and geometry not in members \
+                    and geometry not in input_index:
+                input_index[geometry] = len(inputs)
+                inputs.append(geometry)
         row = op_table[call.op]
         step_index[node] = len(steps)
         steps.append(glsl.Step(
@@ -230,9 +241,17 @@ def _build_kernel(group: Group, calls: dict, op_table: dict, index: int):
             operands=operands, operand_dtypes=dtypes, scalars=call.scalars,
             out_dtype=node.meta["val"].dtype, bool_result=row["bool"]))
     outputs = [n for n in group.nodes if any(u not in members for u in n.users)]
+    out_into = []
+    for n in outputs:
+        dst = writes_into.get(n)
+        if dst is not None and dst not in input_index:
+            input_index[dst] = len(inputs)
+            inputs.append(dst)
+        out_into.append(None if dst is None else input_index[dst])
     program = glsl.Program(
         kind=group.kind, steps=steps, input_dtypes=[n.meta["val"].dtype for n in inputs],
-        outputs=[(step_index[n], n.meta["val"].dtype) for n in outputs])
+        outputs=[(step_index[n], n.meta["val"].dtype) for n in outputs],
+        input_is_scalar=[_host_scalar(n.meta["val"]) for n in inputs])
     out_meta = []
     for n in outputs:
         val = n.meta["val"]
@@ -241,7 +260,8 @@ def _build_kernel(group: Group, calls: dict, op_table: dict, index: int):
         out_meta.append((tuple(val.shape), tuple(val.stride())) if static else (None, None))
     name = f"fused_{index}_" + "_".join(dict.fromkeys(calls[n].op for n in group.nodes))[:80]
     fallback = _eager_runner(group.nodes, inputs, outputs)
-    return FusedKernel(name, program, out_meta, fallback), inputs, outputs
+    kernel = FusedKernel(name, program, out_meta, fallback, out_into)
+    return kernel, inputs, outputs
 
 
 def _eager_runner(nodes, inputs, outputs):
@@ -260,6 +280,41 @@ def _eager_runner(nodes, inputs, outputs):
     return run
 
 
+def _writes_into_inputs(graph: torch.fx.Graph, group_of: dict) -> dict:
+    """copy_(input, value) nodes (input mutations kept in the graph by AOTAutograd) whose value
+    a fused kernel can store straight into the input: value is a group output used only by
+    the copy_, of the same dtype and shape, and nothing outside the group reads the input
+    (so writing it early, inside the kernel that also reads it element by element, is safe).
+    Returns {copy_ node: (value node, input node)}."""
+    found = {}
+    for node in graph.nodes:
+        if node.op != "call_function" or node.target is not torch.ops.aten.copy_.default:
+            continue
+        if len(node.args) != 2 or node.kwargs:
+            continue
+        dst, src = node.args
+        if not isinstance(src, torch.fx.Node) or src not in group_of:
+            continue
+        if not isinstance(dst, torch.fx.Node) or dst.op != "placeholder":
+            continue
+        group = group_of[src]
+        members = set(group.nodes)
+        if any(u is not node and u not in members for u in src.users):
+            continue
+        if any(u is not node and u not in members for u in dst.users):
+            continue
+        if any(v[1] is dst for v in found.values()):
+            continue
+        dst_val, src_val = dst.meta.get("val"), src.meta.get("val")
+        if not (isinstance(dst_val, torch.Tensor) and isinstance(src_val, torch.Tensor)):
+            continue
+        if dst_val.dtype != src_val.dtype or dst_val.device != src_val.device \
+                or tuple(dst_val.shape) != tuple(src_val.shape):
+            continue
+        found[node] = (src, dst)
+    return found
+
+
 def fuse_pointwise(gm: torch.fx.GraphModule, op_table: dict) -> tuple[torch.fx.GraphModule, int]:
     """Returns a new GraphModule in which every group of two or more pointwise nodes is one
     FusedKernel call, and the number of such kernels."""
@@ -268,9 +323,11 @@ def fuse_pointwise(gm: torch.fx.GraphModule, op_table: dict) -> tuple[torch.fx.G
     if not groups:
         return gm, 0
     group_of = {n: g for g in groups for n in g.nodes}
+    absorbed = _writes_into_inputs(gm.graph, group_of)
     kernels = {}
     for i, g in enumerate(groups):
-        kernels[g.gid] = _build_kernel(g, partition.calls, op_table, i)
+        writes_into = {src: dst for copy, (src, dst) in absorbed.items() if group_of[src] is g}
+        kernels[g.gid] = _build_kernel(g, partition.calls, op_table, i, writes_into)
 
     new_graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
@@ -293,6 +350,11 @@ def fuse_pointwise(gm: torch.fx.GraphModule, op_table: dict) -> tuple[torch.fx.G
                 item_node = new_graph.call_function(operator.getitem, (call, k))
                 item_node.meta = dict(out.meta)
                 env[out] = item_node
+        elif item in absorbed:
+            # copy_(input, fused value): the kernel already wrote the value into `input`.
+            src, dst = absorbed[item]
+            emit(group_of[src])
+            env[item] = env[dst]
         else:
             for inp in item.all_input_nodes:
                 emit(group_of.get(inp, inp))

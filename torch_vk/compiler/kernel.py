@@ -29,6 +29,7 @@ class _Variant:
     groups: int
     out_shape: tuple[int, ...]
     out_strides: list[tuple[int, ...]]
+    in_place: list[bool]     # output k is stored straight into its input (see out_into)
 
 
 def _native():
@@ -59,38 +60,72 @@ class FusedKernel:
 
     def __init__(self, name: str, program: glsl.Program,
                  out_meta: list[tuple[tuple[int, ...] | None, tuple[int, ...] | None]],
-                 fallback: Callable[..., tuple[torch.Tensor, ...]]):
+                 fallback: Callable[..., tuple[torch.Tensor, ...]],
+                 out_into: list[int | None] | None = None):
         self.name = name
         self.program = program
         # Static shape and strides of each output from the graph's metadata (None: dynamic).
         self.out_meta = out_meta
         self.fallback = fallback
+        # out_into[k] = j: output k is stored into input j (an input mutation of the graph).
+        self.out_into = out_into or [None] * len(program.outputs)
         self.variants: dict[Any, _Variant] = {}
+        self.tensor_inputs = program.tensor_inputs()
+        self.scalar_inputs = program.scalar_inputs()
         self.__name__ = name  # shows up in the generated graph code
 
     def __repr__(self) -> str:
         return f"FusedKernel({self.name}, {len(self.program.steps)} ops)"
 
     def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        key = tuple((t.shape, t.stride()) for t in inputs)
+        tensors = [inputs[j] for j in self.tensor_inputs]
+        key = tuple((t.shape, t.stride()) for t in tensors)
         variant = self.variants.get(key)
         if variant is None:
-            variant = self._specialise(inputs)
+            variant = self._specialise(tensors)
             self.variants[key] = variant
         if variant.kernel_id < 0:
-            return self.fallback(*inputs)
-        device = inputs[0].device
-        outs = tuple(torch.empty_strided(variant.out_shape, stride, dtype=dtype, device=device)
-                     for stride, (_, dtype) in zip(variant.out_strides, self.program.outputs))
+            return self._store_into_inputs(inputs, self.fallback(*inputs))
+        device = tensors[0].device
+        outs = tuple(inputs[into] if into is not None and variant.in_place[k] else
+                     torch.empty_strided(variant.out_shape, stride, dtype=dtype, device=device)
+                     for k, (into, stride, (_, dtype)) in
+                     enumerate(zip(self.out_into, variant.out_strides, self.program.outputs)))
         if variant.groups:
-            _native()._launch_kernel(variant.kernel_id, list(outs) + list(inputs), [], [],
+            values = [inputs[j].item() for j in self.scalar_inputs]
+            float_args = self.program.kind in (glsl.KIND_FLOAT32, glsl.KIND_FLOAT64)
+            _native()._launch_kernel(variant.kernel_id, list(outs) + tensors,
+                                     [] if float_args else [int(v) for v in values],
+                                     [float(v) for v in values] if float_args else [],
                                      variant.groups, WORKGROUP_SIZE)
+        if not all(variant.in_place):
+            return self._store_into_inputs(inputs, outs)
         return outs
 
+    def _store_into_inputs(self, inputs, outs):
+        """Input mutations the kernel could not store in place: copy the values in."""
+        result = list(outs)
+        for k, into in enumerate(self.out_into):
+            if into is not None and result[k] is not inputs[into]:
+                inputs[into].copy_(result[k])
+                result[k] = inputs[into]
+        return tuple(result)
+
     def _specialise(self, inputs: Sequence[torch.Tensor]) -> _Variant:
+        """`inputs`: the tensor inputs (host scalars excluded)."""
         shape = tuple(torch.broadcast_shapes(*(t.shape for t in inputs)))
         out_strides = []
-        for meta_shape, meta_stride in self.out_meta:
+        in_place = []
+        tensor_slot = {j: slot for slot, j in enumerate(self.tensor_inputs)}
+        for k, (meta_shape, meta_stride) in enumerate(self.out_meta):
+            into = self.out_into[k]
+            dst = inputs[tensor_slot[into]] if into is not None else None
+            if dst is not None and tuple(dst.shape) == shape and _dense(shape, dst.stride()) \
+                    and dst.dtype == self.program.outputs[k][1]:
+                out_strides.append(tuple(dst.stride()))
+                in_place.append(True)
+                continue
+            in_place.append(into is None)
             if meta_shape is not None and tuple(meta_shape) == shape and meta_stride is not None \
                     and _dense(shape, meta_stride):
                 out_strides.append(tuple(meta_stride))
@@ -100,14 +135,19 @@ class FusedKernel:
         for s in shape:
             numel *= s
         if numel == 0:
-            return _Variant(kernel_id=0, groups=0, out_shape=shape, out_strides=out_strides)
+            return _Variant(kernel_id=0, groups=0, out_shape=shape, out_strides=out_strides,
+                            in_place=in_place)
         strides = [list(s) for s in out_strides]
         strides += [_broadcast_strides(t.shape, t.stride(), shape) for t in inputs]
         if numel > glsl.MAX_INDEX or any(glsl.max_offset(shape, st) > glsl.MAX_INDEX
                                          for st in strides):
-            return _Variant(kernel_id=-1, groups=0, out_shape=shape, out_strides=out_strides)
+            return _Variant(kernel_id=-1, groups=0, out_shape=shape, out_strides=out_strides,
+                            in_place=in_place)
         native = _native()
-        indirect = native._generated_args_indirect(len(strides), 0, 0)
+        n_scalars = len(self.scalar_inputs)
+        float_args = self.program.kind in (glsl.KIND_FLOAT32, glsl.KIND_FLOAT64)
+        indirect = native._generated_args_indirect(len(strides), 0 if float_args else n_scalars,
+                                                   n_scalars if float_args else 0)
         source = glsl.generate(self.program, shape, strides, indirect, self.name)
         debug_dir = os.environ.get("TORCH_VK_COMPILE_DEBUG_DIR")
         if debug_dir:
@@ -118,7 +158,7 @@ class FusedKernel:
         kernel_id = native._compile_kernel(source, self.name)
         groups = min((numel + WORKGROUP_SIZE - 1) // WORKGROUP_SIZE, MAX_GROUPS)
         return _Variant(kernel_id=kernel_id, groups=groups, out_shape=shape,
-                        out_strides=out_strides)
+                        out_strides=out_strides, in_place=in_place)
 
 
 def _dense(shape: Sequence[int], stride: Sequence[int]) -> bool:

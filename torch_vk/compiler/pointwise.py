@@ -153,6 +153,13 @@ def _to_copy(n: torch.fx.Node) -> PointwiseCall | None:
     return PointwiseCall("copy", [n.args[0]])
 
 
+def _full_like(n: torch.fx.Node) -> PointwiseCall | None:
+    # full_like(t, value): the value everywhere; `t` only gives the shape (a geometry input).
+    if n.kwargs.get("layout") not in (None, torch.strided) or n.kwargs.get("device") is not None:
+        return None
+    return PointwiseCall("fill", [], (n.args[1], 0), extra={"geometry": [n.args[0]]})
+
+
 def _round(n: torch.fx.Node) -> PointwiseCall | None:
     return PointwiseCall("round", [n.args[0]])
 
@@ -228,6 +235,7 @@ LOWERINGS: dict[Any, Callable[[torch.fx.Node], PointwiseCall | None]] = {
     aten.hardsigmoid_backward.default: _binary("hardsigmoid_backward"),
     aten.nan_to_num.default: _nan_to_num,
     aten.round.default: _round,
+    aten.full_like.default: _full_like,
     aten.clone.default: _copy,
     aten._to_copy.default: _to_copy,
     prims.convert_element_type.default: _copy,
