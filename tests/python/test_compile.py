@@ -329,3 +329,39 @@ def test_input_mutation_is_stored_in_place(strict_native):
         expected = update(ref, x, scale)
         assert_close(buf, ref, atol=1e-6, rtol=1e-6)
         assert_close(out, expected, atol=1e-5, rtol=1e-5)
+
+
+class NanoGPTBlock(nn.Module):
+    """GPT-2's block as nanoGPT writes it: explicit causal attention, the tanh GELU as a formula."""
+
+    def __init__(self, dim=32, heads=4, seq=16):
+        super().__init__()
+        self.heads = heads
+        self.ln_1, self.ln_2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.c_attn, self.c_proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.c_fc, self.mlp_proj = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
+        self.register_buffer("bias", torch.tril(torch.ones(seq, seq, dtype=torch.bool)))
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (k.size(-1) ** 0.5))
+        att = F.softmax(att.masked_fill(~self.bias[:t, :t], float("-inf")), dim=-1)
+        x = x + self.c_proj((att @ v).transpose(1, 2).contiguous().view(b, t, c))
+        h = self.c_fc(self.ln_2(x))
+        h = 0.5 * h * (1.0 + torch.tanh(0.7978845608 * (h + 0.044715 * torch.pow(h, 3.0))))
+        return x + self.mlp_proj(h)
+
+
+def test_compiled_transformer_block_forward_halves_dispatches(strict_native):
+    torch.manual_seed(0)
+    block = NanoGPTBlock().to(VK).eval()
+    x = torch.randn(2, 16, 32, device=VK)
+    compiled = torch.compile(block)
+    with torch.no_grad():
+        compiled(x)
+        expected, eager_dispatches = _dispatches(block, x)
+        out, compiled_dispatches = _dispatches(compiled, x)
+    assert_close(out, expected, atol=1e-5, rtol=1e-5)
+    assert compiled_dispatches * 2 <= eager_dispatches, (compiled_dispatches, eager_dispatches)
