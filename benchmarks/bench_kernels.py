@@ -17,8 +17,9 @@ layer_norm, a ResNet conv2d, GPT-shaped scaled_dot_product_attention). Each row 
 warm-up (pipeline creation, cuBLAS heuristics) with a device synchronization around every
 sample; a sample runs enough calls to last a few milliseconds. Rows stop when --budget seconds
 are spent, and the JSON file is rewritten after every row, so a run cut short keeps what it
-measured. A row whose vk run fell back to the CPU says so ("vk_fallbacks"). --tiny shrinks
-every shape (a dry run of the --gpu path on lavapipe). CUDA float32 matmuls use PyTorch's
+measured. Every "ratio" is vk speed / reference speed (> 1: vk is faster). A row whose vk
+run fell back to the CPU says so ("vk_fallbacks"); a row whose op raised holds "error".
+--tiny shrinks every shape (a dry run of the --gpu path on lavapipe). CUDA float32 matmuls use PyTorch's
 default precision (no TF32 unless torch.backends.cuda.matmul.allow_tf32 is set).
 Numbers belong in notes, never in tests.
 """
