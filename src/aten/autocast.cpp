@@ -7,6 +7,8 @@
 #include <ATen/autocast_mode.h>
 #include <torch/library.h>
 
+#include "aten/torch_compat.h"
+
 namespace {
 
 at::Tensor binary_cross_entropy_refused(const at::Tensor&, const at::Tensor&,
@@ -23,7 +25,11 @@ at::Tensor binary_cross_entropy_refused(const at::Tensor&, const at::Tensor&,
 }
 
 // PyTorch's list macros name at:: types unqualified (they are expanded inside at::autocast
-// upstream).
+// upstream). Before 2.13 the lists also hold the named-dimension overloads
+// (norm.names_ScalarOpt_dim, softmax.Dimname, ...).
+#if TVK_TORCH_HAS_NAMED_TENSORS
+using at::DimnameList;
+#endif
 using at::IntArrayRef;
 using at::Scalar;
 using at::ScalarType;

@@ -31,6 +31,7 @@
 #include <utility>
 
 #include "aten/launch.h"
+#include "aten/torch_compat.h"
 #include "aten/vk_common.h"
 #include "kernels/gemm.h"
 
@@ -80,11 +81,11 @@ void check_inplace(const at::Tensor& self, at::IntArrayRef sizes, const at::Tens
 template <class Meta>
 struct Functional final : Meta {
   void set_output_strided(int64_t, at::IntArrayRef sizes, at::IntArrayRef strides,
-                          at::TensorOptions options) override {
+                          at::TensorOptions options TVK_META_NAMES_PARAM) override {
     out_ = create_out(sizes, strides, options);
   }
   void set_output_raw_strided(int64_t, at::IntArrayRef sizes, at::IntArrayRef strides,
-                              at::TensorOptions options) override {
+                              at::TensorOptions options TVK_META_NAMES_PARAM) override {
     out_ = create_out(sizes, strides, options);
   }
   const at::Tensor& maybe_get_output(int64_t) override { return out_; }
@@ -95,11 +96,11 @@ template <class Meta>
 struct Out final : Meta {
   explicit Out(const at::Tensor& out) : out_(out) {}
   void set_output_strided(int64_t, at::IntArrayRef sizes, at::IntArrayRef strides,
-                          at::TensorOptions options) override {
+                          at::TensorOptions options TVK_META_NAMES_PARAM) override {
     resize_out(out_, sizes, strides, options);
   }
   void set_output_raw_strided(int64_t, at::IntArrayRef sizes, at::IntArrayRef strides,
-                              at::TensorOptions options) override {
+                              at::TensorOptions options TVK_META_NAMES_PARAM) override {
     resize_out(out_, sizes, strides, options);
   }
   const at::Tensor& maybe_get_output(int64_t) override { return out_; }
@@ -110,11 +111,11 @@ template <class Meta>
 struct InPlace final : Meta {
   explicit InPlace(const at::Tensor& self) : out_(self) {}
   void set_output_strided(int64_t, at::IntArrayRef sizes, at::IntArrayRef,
-                          at::TensorOptions options) override {
+                          at::TensorOptions options TVK_META_NAMES_PARAM) override {
     check_inplace(out_, sizes, options);
   }
   void set_output_raw_strided(int64_t, at::IntArrayRef sizes, at::IntArrayRef,
-                              at::TensorOptions options) override {
+                              at::TensorOptions options TVK_META_NAMES_PARAM) override {
     check_inplace(out_, sizes, options);
   }
   const at::Tensor& maybe_get_output(int64_t) override { return out_; }

@@ -11,6 +11,7 @@
 #include <array>
 #include <bitset>
 
+#include "aten/torch_compat.h"
 #include "kernels/kernels.h"
 
 namespace tvk::aten {
@@ -42,14 +43,14 @@ struct Structured final : Meta {
     for (size_t i = 0; i < N; ++i) given[i] = true;
   }
   void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
-                              at::TensorOptions options) override {
+                              at::TensorOptions options TVK_META_NAMES_PARAM) override {
     if (given[i])
       resize_out(outs[i], sizes, strides, options);
     else
       outs[i] = strides.empty() ? at::empty(sizes, options) : at::empty_strided(sizes, strides, options);
   }
   void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
-                          at::TensorOptions options) override {
+                          at::TensorOptions options TVK_META_NAMES_PARAM) override {
     set_output_raw_strided(i, sizes, strides, options);
   }
   const at::Tensor& maybe_get_output(int64_t i) override { return outs[i]; }
