@@ -182,7 +182,7 @@ main() {
   # ------------------------------------------------------------------------------------- d
   step "d. kernel benchmark, vk vs ${torch_info##* }"
   if [ "$built" = 1 ]; then
-    local t; t=$(cap 180 90)
+    local t; t=$(cap 150 90)
     local tiny=(); [ "$SMALL" = 1 ] && tiny=(--tiny)
     run_capped "$t" "$PYEXE" benchmarks/bench_kernels.py --gpu "${tiny[@]}" \
       --budget $((t - 35)) --json "$OUT/bench.json"
@@ -191,10 +191,19 @@ main() {
     echo "skipped: no extension"
   fi
 
+  step "d2. torch.compile benchmark, eager vs compiled on vk"
+  if [ "$built" = 1 ]; then
+    local t2; t2=$(cap 75 30)
+    run_capped "$t2" "$PYEXE" benchmarks/bench_compile.py --large --quick \
+      --json "$OUT/bench_compile.json" 2>&1 | grep -v -i warn | tee "$OUT/bench_compile.txt"
+  else
+    echo "skipped: no extension"
+  fi
+
   # ------------------------------------------------------------------------------------- e
   step "e. pytest on the device"
   if [ "$built" = 1 ]; then
-    local tests=${GPU_CHECK_TESTS:-tests/python/test_matmul.py tests/python/test_elementwise.py tests/python/test_models.py tests/python/test_attention.py tests/python/test_softmax.py tests/python/test_norm.py tests/python/test_reduce.py tests/python/test_conv.py}
+    local tests=${GPU_CHECK_TESTS:-tests/python/test_compile.py tests/python/test_matmul.py tests/python/test_elementwise.py tests/python/test_models.py tests/python/test_attention.py tests/python/test_softmax.py tests/python/test_norm.py tests/python/test_reduce.py tests/python/test_conv.py}
     local t; t=$(cap 150 5)
     # SIGINT: pytest stops and still prints its summary.
     # shellcheck disable=SC2086
