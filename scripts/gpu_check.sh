@@ -140,7 +140,8 @@ main() {
   local cpp_pid=""
   if [ -x "$KIT/bin/tvk_cpp_tests" ]; then
     local gemm_sizes=1024,2048,4096,8192; [ "$SMALL" = 1 ] && gemm_sizes=128,256
-    ( run_capped 120 "$KIT/bin/tvk_cpp_tests" --gtest_color=no > "$WORK/cpp.txt" 2>&1
+    ( run_capped 120 "$KIT/bin/tvk_cpp_tests" --gtest_color=no \
+        --gtest_filter="${GPU_CHECK_GTEST_FILTER:-*}" > "$WORK/cpp.txt" 2>&1
       echo $? > "$WORK/cpp.rc"
       # L2 GEMM alone (no torch layer): float32 throughput of the default tile choice.
       TVK_GEMM_BENCH_SIZES=$gemm_sizes run_capped 40 "$KIT/bin/tvk_cpp_tests" --gtest_color=no \
@@ -181,7 +182,7 @@ main() {
 
   # ------------------------------------------------------------------------------------- d
   step "d. kernel benchmark, vk vs ${torch_info##* }"
-  if [ "$built" = 1 ]; then
+  if [ "$built" = 1 ] && [ "${GPU_CHECK_SKIP_BENCH:-0}" != 1 ]; then
     local t; t=$(cap 150 90)
     local tiny=(); [ "$SMALL" = 1 ] && tiny=(--tiny)
     run_capped "$t" "$PYEXE" benchmarks/bench_kernels.py --gpu "${tiny[@]}" \
