@@ -23,6 +23,8 @@
 namespace py = pybind11;
 
 namespace tvk::aten {
+void register_graph_bindings(py::module_& m);  // torch_vk/csrc/graph_bindings.cpp
+
 namespace {
 
 std::string version_string(uint32_t v) {
@@ -302,6 +304,7 @@ PYBIND11_MODULE(_C, m) {
     }
     return table;
   });
+  register_graph_bindings(m);
   m.def("_loader_version", []() -> std::string {
     try {
       return tvk::Runtime::get().loader_version_string();
