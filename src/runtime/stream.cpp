@@ -331,7 +331,8 @@ struct Stream::Impl {
     }
   }
 
-  // Records one captured command again (CapturedGraph::replay).
+  // Records one captured command again (CapturedGraph::replay, which counts dispatches and
+  // transfers once per replay).
   void replay_command(const GraphCommand& c) {
     pre_command();
     switch (c.kind) {
@@ -343,17 +344,14 @@ struct Stream::Impl {
         if (c.push_size > 0)
           vk::vkCmdPushConstants(cb, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, c.push_size, c.push);
         vk::vkCmdDispatch(cb, c.groups[0], c.groups[1], c.groups[2]);
-        counters.dispatches.fetch_add(1, std::memory_order_relaxed);
         break;
       case GraphCommand::Kind::Copy: {
         VkBufferCopy region{c.src_offset, c.dst_offset, c.bytes};
         vk::vkCmdCopyBuffer(cb, c.src, c.dst, 1, &region);
-        counters.transfers.fetch_add(1, std::memory_order_relaxed);
         break;
       }
       case GraphCommand::Kind::Fill:
         vk::vkCmdFillBuffer(cb, c.dst, c.dst_offset, c.bytes, c.pattern);
-        counters.transfers.fetch_add(1, std::memory_order_relaxed);
         break;
     }
     post_command();
@@ -796,7 +794,13 @@ CapturedGraph* Stream::capture_graph() const { return impl_->capture.load(std::m
 uint64_t Stream::record_graph(const CapturedGraph& graph) {
   Impl& s = *impl_;
   std::lock_guard<std::mutex> lock(s.mutex);
-  for (const GraphCommand& c : graph.commands()) s.replay_command(c);
+  uint64_t dispatches = 0;
+  for (const GraphCommand& c : graph.commands()) {
+    s.replay_command(c);
+    dispatches += c.kind == GraphCommand::Kind::Dispatch;
+  }
+  s.counters.dispatches.fetch_add(dispatches, std::memory_order_relaxed);
+  s.counters.transfers.fetch_add(graph.commands().size() - dispatches, std::memory_order_relaxed);
   return s.submitted + (s.dirty ? 1 : 0);
 }
 
