@@ -60,6 +60,7 @@ void MemoryStat::decrease(int64_t amount) {
 struct Allocator::Segment {
   RawBuffer raw;
   int pool = 1;  // 1 = small, 2 = large (the stats index)
+  uint64_t graph_pool = 0;  // the graph pool owning the segment, 0 for general memory
 };
 
 struct Allocator::Block {
@@ -68,6 +69,7 @@ struct Allocator::Block {
   uint64_t size = 0;
   uint64_t requested = 0;
   uint32_t stream = 0;
+  uint64_t graph_pool = 0;  // that of its segment (part of the free-list key)
   bool allocated = false;
   bool pending = false;  // freed, waiting for other streams (record_stream)
   Block* prev = nullptr;  // neighbours inside the segment, by address
@@ -77,11 +79,13 @@ struct Allocator::Block {
 };
 
 namespace {
-// Best fit: ordered by (stream, size, address). Blocks of a stream are only reused by the same
-// stream, where stream order makes immediate reuse safe (as in c10's caching allocator).
+// Best fit: ordered by (graph pool, stream, size, address). Blocks of a stream are only reused
+// by the same stream, where stream order makes immediate reuse safe (as in c10's caching
+// allocator); blocks of a graph pool only by that graph's capture.
 struct BlockLess {
   template <typename B>
   bool operator()(const B* a, const B* b) const {
+    if (a->graph_pool != b->graph_pool) return a->graph_pool < b->graph_pool;
     if (a->stream != b->stream) return a->stream < b->stream;
     if (a->size != b->size) return a->size < b->size;
     return a->address < b->address;
@@ -104,6 +108,14 @@ struct Allocator::State {
   };
   std::vector<Pending> pending;
   MemoryStats stats;
+  // Graph pools.
+  struct GraphPool {
+    uint64_t reserved = 0;       // bytes of its segments
+    std::vector<Block*> held;    // general blocks freed during its capture (see allocator.h)
+  };
+  std::map<uint64_t, GraphPool> graph_pools;
+  std::map<uint32_t, uint64_t> capturing;  // stream id -> pool its allocations come from
+  uint64_t next_graph_pool = 1;
 
   explicit State(Device& d) : device(d) {}
 
@@ -124,20 +136,29 @@ struct Allocator::State {
     if (b->is_split()) for_pool(b->segment->pool, [&](int i) { stats.inactive_split_bytes[i].decrease(b->size); });
   }
 
-  Block* find_free(int stat_pool, uint32_t stream, uint64_t size) {
+  Block* find_free(int stat_pool, uint64_t graph_pool, uint32_t stream, uint64_t size) {
     Block key;
+    key.graph_pool = graph_pool;
     key.stream = stream;
     key.size = size;
     key.address = 0;
     auto& set = pool_of(stat_pool).free;
     auto it = set.lower_bound(&key);
-    if (it == set.end() || (*it)->stream != stream) return nullptr;
+    if (it == set.end() || (*it)->graph_pool != graph_pool || (*it)->stream != stream)
+      return nullptr;
     return *it;
+  }
+
+  // The graph pool that allocations on `stream` come from (0: none).
+  uint64_t capture_pool(uint32_t stream) const {
+    if (capturing.empty()) return 0;
+    auto it = capturing.find(stream);
+    return it == capturing.end() ? 0 : it->second;
   }
 
   // Creates a segment of `size` bytes and returns its single free block (not yet in a set), or
   // null when the device is out of memory or the segment exceeds a device limit.
-  Block* new_segment(uint64_t size, int stat_pool, uint32_t stream) {
+  Block* new_segment(uint64_t size, int stat_pool, uint32_t stream, uint64_t graph_pool) {
     const DeviceCapabilities& c = device.caps();
     // Refuse up front what the device cannot allocate: drivers may accept it and the
     // validation layer reports it (VUID-vkAllocateMemory-pAllocateInfo-01713).
@@ -147,6 +168,7 @@ struct Allocator::State {
       return nullptr;
     auto* seg = new Segment();
     seg->pool = stat_pool;
+    seg->graph_pool = graph_pool;
     // Segments are mapped only on unified memory (off with TORCH_VK_DISABLE_UNIFIED_MEMORY=1).
     VkResult r = create_raw_buffer(device, size, device.device_memory_type(), &seg->raw,
                                    c.unified_memory);
@@ -161,11 +183,13 @@ struct Allocator::State {
       stats.segment[i].increase(1);
     });
     segments[seg->raw.address] = seg;
+    if (graph_pool) graph_pools[graph_pool].reserved += size;
     auto* b = new Block();
     b->segment = seg;
     b->address = seg->raw.address;
     b->size = size;
     b->stream = stream;
+    b->graph_pool = graph_pool;
     return b;
   }
 
@@ -195,6 +219,19 @@ struct Allocator::State {
     insert_free(b);
   }
 
+  // Returns a block that is no longer allocated: to its pool, or to the pending list while
+  // other streams may still use it (until each of them passed the work recorded by now).
+  void retire(Block* b) {
+    if (!b->other_streams.empty()) {
+      State::Pending p{b, {}};
+      for (uint32_t s : b->other_streams) p.waits.emplace_back(s, device.stream(s).current_point());
+      b->pending = true;
+      pending.push_back(std::move(p));
+    } else {
+      release_block(b);
+    }
+  }
+
   // Moves pending blocks whose streams all passed their recorded points back to the pools.
   void process_pending() {
     if (pending.empty()) return;
@@ -221,12 +258,13 @@ struct Allocator::State {
     pending.resize(keep);
   }
 
-  // Frees every segment that is entirely free.
+  // Frees every segment that is entirely free, except those of live graph pools (captured
+  // commands reference them).
   void release_cached() {
     for (auto& pool : pools) {
       std::vector<Block*> whole;
       for (Block* b : pool.free)
-        if (!b->is_split()) whole.push_back(b);
+        if (!b->is_split() && b->graph_pool == 0) whole.push_back(b);
       for (Block* b : whole) {
         erase_free(b);
         Segment* seg = b->segment;
@@ -265,6 +303,71 @@ Allocator::~Allocator() {
     for (Block* b : pool.free) delete b;
   for (auto& [addr, b] : state_->live) delete b;
   for (auto& p : state_->pending) delete p.block;
+  for (auto& [id, gp] : state_->graph_pools)
+    for (Block* b : gp.held) delete b;
+}
+
+uint64_t Allocator::create_graph_pool() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uint64_t id = state_->next_graph_pool++;
+  state_->graph_pools[id];
+  return id;
+}
+
+void Allocator::begin_graph_capture(uint32_t stream_id, uint64_t pool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  State& st = *state_;
+  TVK_CHECK(st.graph_pools.count(pool), "begin_graph_capture: unknown graph pool ", pool);
+  if (st.capturing.count(stream_id))
+    throw std::logic_error(detail::concat("torch-vk: stream ", stream_id, " of vk:",
+                                          device_.index(), " is already capturing a graph"));
+  st.capturing[stream_id] = pool;
+}
+
+void Allocator::end_graph_capture(uint32_t stream_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  state_->capturing.erase(stream_id);
+}
+
+void Allocator::release_graph_pool(uint64_t pool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  State& st = *state_;
+  auto it = st.graph_pools.find(pool);
+  if (it == st.graph_pools.end()) return;
+  for (auto c = st.capturing.begin(); c != st.capturing.end();) {
+    if (c->second == pool) c = st.capturing.erase(c);
+    else ++c;
+  }
+  // Retag every block of the pool's segments as general memory of its stream. Free blocks
+  // change their free-list key, so they are taken out and put back.
+  for (auto& p : st.pools) {
+    std::vector<Block*> retag;
+    for (Block* b : p.free)
+      if (b->graph_pool == pool) retag.push_back(b);
+    for (Block* b : retag) {
+      st.erase_free(b);
+      b->graph_pool = 0;
+      st.insert_free(b);
+    }
+  }
+  for (auto& [address, b] : st.live)
+    if (b->graph_pool == pool) b->graph_pool = 0;
+  for (auto& p : st.pending)
+    if (p.block->graph_pool == pool) p.block->graph_pool = 0;
+  for (auto& [address, seg] : st.segments)
+    if (seg->graph_pool == pool) seg->graph_pool = 0;
+  std::vector<Block*> held = std::move(it->second.held);
+  st.graph_pools.erase(it);
+  for (Block* b : held) {
+    b->pending = false;
+    st.retire(b);
+  }
+}
+
+uint64_t Allocator::graph_pool_bytes(uint64_t pool) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = state_->graph_pools.find(pool);
+  return it == state_->graph_pools.end() ? 0 : it->second.reserved;
 }
 
 uint64_t Allocator::round_size(uint64_t bytes) {
@@ -281,11 +384,12 @@ uint64_t Allocator::allocate(uint64_t bytes, uint32_t stream_id) {
   std::unique_lock<std::mutex> lock(mutex_);
   State& st = *state_;
   st.process_pending();
-  Block* b = st.find_free(pool, stream_id, size);
+  const uint64_t graph_pool = st.capture_pool(stream_id);
+  Block* b = st.find_free(pool, graph_pool, stream_id, size);
   if (b) {
     st.erase_free(b);
   } else {
-    b = st.new_segment(segment_size, pool, stream_id);
+    b = st.new_segment(segment_size, pool, stream_id, graph_pool);
     if (!b) {
       // Out of memory: wait for all work (completing cross-stream frees), release the cache,
       // retry once.
@@ -293,9 +397,9 @@ uint64_t Allocator::allocate(uint64_t bytes, uint32_t stream_id) {
       device_.synchronize();
       st.process_pending();
       st.release_cached();
-      b = st.find_free(pool, stream_id, size);
+      b = st.find_free(pool, graph_pool, stream_id, size);
       if (b) st.erase_free(b);
-      else b = st.new_segment(segment_size, pool, stream_id);
+      else b = st.new_segment(segment_size, pool, stream_id, graph_pool);
     }
     if (!b) {
       st.stats.num_ooms++;
@@ -317,6 +421,7 @@ uint64_t Allocator::allocate(uint64_t bytes, uint32_t stream_id) {
     rest->address = b->address + size;
     rest->size = remaining;
     rest->stream = b->stream;
+    rest->graph_pool = b->graph_pool;
     rest->prev = b;
     rest->next = b->next;
     if (b->next) b->next->prev = rest;
@@ -352,16 +457,19 @@ void Allocator::free(uint64_t address) {
     st.stats.allocation[i].decrease(1);
   });
   b->allocated = false;
-  if (!b->other_streams.empty()) {
-    // Other streams may still use the block: it becomes reusable once each of them passed
-    // the work it had recorded by now.
-    State::Pending p{b, {}};
-    for (uint32_t s : b->other_streams) p.waits.emplace_back(s, device_.stream(s).current_point());
-    b->pending = true;
-    st.pending.push_back(std::move(p));
-  } else {
-    st.release_block(b);
+  if (b->graph_pool == 0 && !st.capturing.empty()) {
+    // A block from outside a graph pool freed while a stream that used it captures: the
+    // captured commands may use it at every replay, so it is held until the graph goes.
+    uint64_t holder = st.capture_pool(b->stream);
+    for (uint32_t s : b->other_streams)
+      if (!holder) holder = st.capture_pool(s);
+    if (holder) {
+      b->pending = true;  // not free: neighbours must not merge with it
+      st.graph_pools[holder].held.push_back(b);
+      return;
+    }
   }
+  st.retire(b);
 }
 
 void Allocator::record_stream(uint64_t address, uint32_t stream_id) {

@@ -18,6 +18,17 @@
 // other streams (record_stream) is reused only once those streams passed the point recorded
 // at free time.
 //
+// Graph pools (runtime/graph.h): while stream S captures into a graph, allocate(_, S) serves
+// blocks from the graph's private pool: segments (sized like the ones above) that only hold
+// blocks of that pool, found and split and coalesced like the others but kept in free lists of
+// their own, so that no allocation outside the graph's capture gets them, also after the
+// capture ended. Blocks allocated before the capture and freed on S during it are held (not
+// reusable) until the pool is released, since the captured commands may still use them.
+// release_graph_pool() turns the pool's segments into ordinary cached segments of stream S
+// (blocks still allocated are then freed to the general cache) and frees the held blocks.
+// Pool memory counts in the statistics like any other; empty_cache() and the out-of-memory
+// path never release a live pool's segments (captured commands reference them).
+//
 // Out of memory: on VK_ERROR_OUT_OF_DEVICE_MEMORY (or a request larger than the heap or than
 // maxMemoryAllocationSize) the allocator synchronizes, releases every cached segment, retries
 // once, then throws OutOfMemoryError with a summary. The allocator stays usable afterwards.
@@ -100,6 +111,18 @@ class Allocator {
   void reset_accumulated_stats();
   // A short human-readable summary (used in OOM messages and torch.vk.memory_summary()).
   std::string summary() const;
+
+  // --- graph pools (see above; used by Stream::begin_capture / end_capture, CapturedGraph) ---
+  // A new, empty pool; returns its id (never 0).
+  uint64_t create_graph_pool();
+  // Allocations on `stream_id` come from `pool` until end_graph_capture(stream_id). Throws
+  // std::logic_error when the stream already captures.
+  void begin_graph_capture(uint32_t stream_id, uint64_t pool);
+  void end_graph_capture(uint32_t stream_id);
+  // Returns the pool's memory to the allocator (see above). Unknown ids are ignored.
+  void release_graph_pool(uint64_t pool);
+  // Bytes of the segments of `pool`.
+  uint64_t graph_pool_bytes(uint64_t pool) const;
 
   // Rounding rule applied to requests; exposed so tests can predict block sizes.
   static uint64_t round_size(uint64_t bytes);

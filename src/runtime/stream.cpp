@@ -7,6 +7,11 @@
 // chunks and staging chunks are recycled once the timeline passed the value of the submit
 // that last used them.
 //
+// Graph capture (runtime/graph.h): Impl::capture points at the graph being captured; the
+// recording paths append to it under Impl::mutex. begin/end_capture are serialized by
+// Impl::capture_mutex, which is taken before the allocator's lock (never while Impl::mutex is
+// held).
+//
 // Locking: Impl::mutex serializes recording. Nothing that takes the allocator locks is called
 // while it is held (addresses are resolved before locking), because the allocators call into
 // streams while holding theirs.
@@ -20,6 +25,7 @@
 #include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
+#include "runtime/graph.h"
 #include "runtime/pipeline.h"
 #include "runtime/raw_buffer.h"
 
@@ -159,6 +165,11 @@ struct Stream::Impl {
   std::mutex error_mutex;
   RawBuffer error_buffer;
   std::atomic<DeviceErrorRecord*> error_record{nullptr};
+  // Graph capture.
+  std::mutex capture_mutex;
+  std::atomic<CapturedGraph*> capture{nullptr};
+  // Memory of destroyed graphs, released once the timeline reached the value.
+  std::vector<std::pair<uint64_t, RawBuffer>> deferred_release;
 
   Impl(Device& d, VkSemaphore t) : device(d), counters(Runtime::get().counters()), timeline(t) {}
 
@@ -174,6 +185,7 @@ struct Stream::Impl {
   void recycle(uint64_t done) {
     params.recycle(device, done);
     staging.recycle(device, done);
+    release_deferred(done);
     size_t keep = 0;
     for (size_t i = 0; i < in_flight.size(); ++i) {
       if (in_flight[i].first <= done) {
@@ -186,6 +198,15 @@ struct Stream::Impl {
       }
     }
     in_flight.resize(keep);
+  }
+
+  void release_deferred(uint64_t done) {
+    size_t keep = 0;
+    for (size_t i = 0; i < deferred_release.size(); ++i) {
+      if (deferred_release[i].first <= done) destroy_raw_buffer(device, deferred_release[i].second);
+      else deferred_release[keep++] = deferred_release[i];
+    }
+    deferred_release.resize(keep);
   }
 
   void begin() {
@@ -299,6 +320,41 @@ struct Stream::Impl {
     vk::vkCmdCopyBuffer(cb, src, dst, 1, &region);
     counters.transfers.fetch_add(1, std::memory_order_relaxed);
     post_command();
+    if (CapturedGraph* g = capture.load(std::memory_order_relaxed)) {
+      GraphCommand& c = g->commands_.emplace_back();
+      c.kind = GraphCommand::Kind::Copy;
+      c.src = src;
+      c.src_offset = src_offset;
+      c.dst = dst;
+      c.dst_offset = dst_offset;
+      c.bytes = bytes;
+    }
+  }
+
+  // Records one captured command again (CapturedGraph::replay, which counts dispatches and
+  // transfers once per replay).
+  void replay_command(const GraphCommand& c) {
+    pre_command();
+    switch (c.kind) {
+      case GraphCommand::Kind::Dispatch:
+        if (bound != c.pipeline) {
+          vk::vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, c.pipeline);
+          bound = c.pipeline;
+        }
+        if (c.push_size > 0)
+          vk::vkCmdPushConstants(cb, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, c.push_size, c.push);
+        vk::vkCmdDispatch(cb, c.groups[0], c.groups[1], c.groups[2]);
+        break;
+      case GraphCommand::Kind::Copy: {
+        VkBufferCopy region{c.src_offset, c.dst_offset, c.bytes};
+        vk::vkCmdCopyBuffer(cb, c.src, c.dst, 1, &region);
+        break;
+      }
+      case GraphCommand::Kind::Fill:
+        vk::vkCmdFillBuffer(cb, c.dst, c.dst_offset, c.bytes, c.pattern);
+        break;
+    }
+    post_command();
   }
 };
 
@@ -328,11 +384,13 @@ Stream::Stream(Device& device, uint32_t id, int priority)
 }
 
 Stream::~Stream() {
+  impl_->capture.store(nullptr);
   try {
     synchronize();
   } catch (...) {
   }
   VkDevice dev = device_.handle();
+  for (auto& d : impl_->deferred_release) destroy_raw_buffer(device_, d.second);
   impl_->params.destroy(device_);
   impl_->staging.destroy(device_);
   if (impl_->error_buffer.buffer) destroy_raw_buffer(device_, impl_->error_buffer);
@@ -370,12 +428,25 @@ void Stream::dispatch(VkPipeline pipeline, uint32_t groups_x, uint32_t groups_y,
   vk::vkCmdDispatch(s.cb, groups_x, groups_y, groups_z);
   s.counters.dispatches.fetch_add(1, std::memory_order_relaxed);
   s.post_command();
+  if (CapturedGraph* g = s.capture.load(std::memory_order_relaxed)) {
+    GraphCommand& c = g->commands_.emplace_back();
+    c.kind = GraphCommand::Kind::Dispatch;
+    c.pipeline = pipeline;
+    c.groups[0] = groups_x;
+    c.groups[1] = groups_y;
+    c.groups[2] = groups_z;
+    c.push_size = size4;
+    if (size4 > 0) std::memcpy(c.push, push, size4);
+  }
 }
 
 uint64_t Stream::upload_params(const void* data, uint64_t size) {
   if (size == 0) size = kParamAlign;  // still hand out a valid address
   Impl& s = *impl_;
   std::lock_guard<std::mutex> lock(s.mutex);
+  // Captured launches are replayed with the same push constants: their parameters must live
+  // as long as the graph.
+  if (CapturedGraph* g = s.capture.load(std::memory_order_relaxed)) return g->alloc_params(data, size);
   auto [chunk, offset] = s.ring_alloc(s.params, size, kParamAlign);
   if (data) std::memcpy(static_cast<char*>(chunk->mapped) + offset, data, size);
   return chunk->address + offset;
@@ -421,10 +492,19 @@ void Stream::fill(uint64_t dst_address, uint64_t bytes, uint32_t pattern) {
   vk::vkCmdFillBuffer(s.cb, dst.buffer, dst.offset, bytes, pattern);
   s.counters.transfers.fetch_add(1, std::memory_order_relaxed);
   s.post_command();
+  if (CapturedGraph* g = s.capture.load(std::memory_order_relaxed)) {
+    GraphCommand& c = g->commands_.emplace_back();
+    c.kind = GraphCommand::Kind::Fill;
+    c.dst = dst.buffer;
+    c.dst_offset = dst.offset;
+    c.bytes = bytes;
+    c.pattern = pattern;
+  }
 }
 
 void Stream::copy_from_host(const void* src, uint64_t dst_address, uint64_t bytes) {
   if (bytes == 0) return;
+  forbid_while_capturing("copy_from_host (a host-to-device copy)");
   ResolvedAddress dst = device_.allocator().resolve(dst_address);
   TVK_CHECK(bytes <= dst.bytes_to_end, "copy of ", bytes, " bytes runs past the end of its allocation");
   HostAllocator& host = device_.host_allocator();
@@ -468,6 +548,7 @@ void Stream::copy_from_host(const void* src, uint64_t dst_address, uint64_t byte
 
 void Stream::copy_to_host(uint64_t src_address, void* dst, uint64_t bytes) {
   if (bytes == 0) return;
+  forbid_while_capturing("copy_to_host (a device-to-host copy such as .cpu() or .item())");
   ResolvedAddress src = device_.allocator().resolve(src_address);
   TVK_CHECK(bytes <= src.bytes_to_end, "copy of ", bytes, " bytes runs past the end of its allocation");
   if (src.host_pointer) {
@@ -500,6 +581,7 @@ void Stream::copy_to_host(uint64_t src_address, void* dst, uint64_t bytes) {
 
 void Stream::copy_to_pinned_host(uint64_t src_address, void* dst_pinned, uint64_t bytes) {
   if (bytes == 0) return;
+  forbid_while_capturing("copy_to_pinned_host (a device-to-host copy)");
   ResolvedAddress src = device_.allocator().resolve(src_address);
   HostAllocator& host = device_.host_allocator();
   ResolvedAddress dst = host.resolve(dst_pinned);
@@ -529,6 +611,7 @@ bool Stream::query() {
 }
 
 void Stream::wait_for_point(uint64_t value) {
+  forbid_while_capturing("synchronize (a host wait on the capturing stream)");
   if (completed_point() >= value) {
     check_device_errors();
     return;
@@ -608,6 +691,7 @@ uint64_t Stream::completed_point() { return impl_->completed(); }
 
 void Stream::wait_for_stream_point(Stream& other, uint64_t value) {
   if (&other == this || value == 0) return;
+  forbid_while_capturing("waiting on an event of another stream");
   if (other.completed_point() >= value) return;
   {
     // The signal must be submitted before anything waits for it.
@@ -631,6 +715,7 @@ void Stream::wait_for_stream_point(Stream& other, uint64_t value) {
 
 uint32_t Stream::write_timestamp() {
   Impl& s = *impl_;
+  forbid_while_capturing("recording a timing event (a device timestamp)");
   if (!s.query_pool) return UINT32_MAX;
   std::lock_guard<std::mutex> lock(s.mutex);
   s.begin();
@@ -651,6 +736,79 @@ double Stream::read_timestamp_ns(uint32_t slot) {
                                          &ticks, sizeof(ticks), VK_QUERY_RESULT_64_BIT);
   TVK_CHECK(r == VK_SUCCESS, "timestamp not available yet (", vk_result_name(r), ")");
   return static_cast<double>(ticks) * device_.caps().timestamp_period_ns;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Graph capture
+
+void Stream::forbid_while_capturing(const char* what) {
+  Impl& s = *impl_;
+  if (!s.capture.load(std::memory_order_acquire)) return;
+  const std::string message =
+      detail::concat("torch-vk: ", what, " is not allowed while a graph is being captured");
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (CapturedGraph* g = s.capture.load(std::memory_order_relaxed)) g->invalidate(message);
+  }
+  throw std::runtime_error(message);
+}
+
+void Stream::begin_capture(CapturedGraph& graph) {
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> capture_lock(s.capture_mutex);
+  if (graph.state_ != CapturedGraph::State::Empty)
+    throw std::logic_error("torch-vk: a CapturedGraph is captured only once (create a new one)");
+  if (s.capture.load())
+    throw std::logic_error(detail::concat("torch-vk: stream ", id_, " of vk:", device_.index(),
+                                          " is already capturing a graph"));
+  Allocator& alloc = device_.allocator();
+  const uint64_t pool = alloc.create_graph_pool();
+  try {
+    alloc.begin_graph_capture(id_, pool);
+  } catch (...) {
+    alloc.release_graph_pool(pool);
+    throw;
+  }
+  std::lock_guard<std::mutex> lock(s.mutex);
+  graph.start(*this, pool);
+  s.capture.store(&graph, std::memory_order_release);
+}
+
+void Stream::end_capture() {
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> capture_lock(s.capture_mutex);
+  CapturedGraph* g = s.capture.load();
+  if (!g) return;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.capture.store(nullptr, std::memory_order_release);
+    g->finish(s.submitted + (s.dirty ? 1 : 0));
+  }
+  device_.allocator().end_graph_capture(id_);
+}
+
+bool Stream::capturing() const { return impl_->capture.load(std::memory_order_acquire) != nullptr; }
+
+CapturedGraph* Stream::capture_graph() const { return impl_->capture.load(std::memory_order_acquire); }
+
+uint64_t Stream::record_graph(const CapturedGraph& graph) {
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  uint64_t dispatches = 0;
+  for (const GraphCommand& c : graph.commands()) {
+    s.replay_command(c);
+    dispatches += c.kind == GraphCommand::Kind::Dispatch;
+  }
+  s.counters.dispatches.fetch_add(dispatches, std::memory_order_relaxed);
+  s.counters.transfers.fetch_add(graph.commands().size() - dispatches, std::memory_order_relaxed);
+  return s.submitted + (s.dirty ? 1 : 0);
+}
+
+void Stream::release_after(const RawBuffer& buffer, uint64_t point) {
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.deferred_release.emplace_back(point, buffer);
+  s.release_deferred(s.completed());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -24,6 +24,8 @@
 namespace tvk {
 
 class Device;
+class CapturedGraph;
+struct RawBuffer;
 
 // Largest push-constant block any kernel may use (the Vulkan minimum guarantee).
 constexpr uint32_t kMaxPushConstantBytes = 128;
@@ -95,12 +97,32 @@ class Stream {
 
   VkSemaphore timeline() const { return timeline_; }
 
+  // --- graph capture (semantics in runtime/graph.h) ---
+  // Starts capturing into `graph` (which must be new): until end_capture(), every command
+  // recorded on this stream also goes into the graph, and the allocator serves this stream's
+  // allocations from the graph's private pool. Throws std::logic_error when this stream already
+  // captures or the graph was captured before.
+  void begin_capture(CapturedGraph& graph);
+  // Ends the capture (a no-op when not capturing). Always call it, also after an error.
+  void end_capture();
+  bool capturing() const;
+  // The graph being captured, or null.
+  CapturedGraph* capture_graph() const;
+  // Records the commands of `graph` (used by CapturedGraph::replay, which checks the stream);
+  // returns the point that is reached when they completed.
+  uint64_t record_graph(const CapturedGraph& graph);
+  // Destroys `buffer` once the timeline reached `point` (graph memory outliving its graph).
+  void release_after(const RawBuffer& buffer, uint64_t point);
+
   // Timestamp support for events: writes a timestamp after all prior work and returns the
   // query slot; read it with read_timestamp_ns() after the slot's point completed.
   uint32_t write_timestamp();
   double read_timestamp_ns(uint32_t slot);
 
  private:
+  // Marks the graph being captured invalid and throws, when this stream captures.
+  void forbid_while_capturing(const char* what);
+
   struct Impl;
   Device& device_;
   uint32_t id_;

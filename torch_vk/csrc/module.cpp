@@ -25,6 +25,7 @@ namespace py = pybind11;
 namespace tvk::aten {
 // torch_vk/csrc/generated_bindings.cpp: _compile_kernel, _launch_kernel, ...
 void register_generated_bindings(py::module_& m);
+void register_graph_bindings(py::module_& m);  // torch_vk/csrc/graph_bindings.cpp
 
 namespace {
 
@@ -305,6 +306,7 @@ PYBIND11_MODULE(_C, m) {
     }
     return table;
   });
+  register_graph_bindings(m);
   m.def("_loader_version", []() -> std::string {
     try {
       return tvk::Runtime::get().loader_version_string();
