@@ -31,7 +31,7 @@ bool is_kernel_dtype(at::ScalarType t) {
 }
 
 // The mask as the kernel reads it: broadcast to [B, H, L, S] (3-D inputs: [H, L, S] with a
-// leading 1) and of dtype bool or q's dtype. Nullopt when it cannot be.
+// leading 1), a view without a copy. Nullopt when it cannot be.
 std::optional<at::Tensor> kernel_mask(const at::Tensor& mask, const at::Tensor& q,
                                       const at::Tensor& k) {
   const int64_t L = q.size(-2), S = k.size(-2);
@@ -71,7 +71,8 @@ bool fused_supports(const at::Tensor& q, const at::Tensor& k, const at::Tensor& 
   if (mask.has_value() && mask->defined()) {
     if (is_causal) return false;  // the math path raises the error
     if (mask->device() != q.device()) return false;
-    if (mask->scalar_type() != at::kBool && mask->scalar_type() != q.scalar_type()) return false;
+    // The kernel reads bool and any float storage dtype directly (fp32 math).
+    if (mask->scalar_type() != at::kBool && !is_kernel_dtype(mask->scalar_type())) return false;
     if (!kernel_mask(*mask, q, k)) return false;
   }
   return true;
@@ -164,7 +165,7 @@ fused_attention_forward(const at::Tensor& query, const at::Tensor& key, const at
   at::Tensor mask;
   if (attn_bias.has_value() && attn_bias->defined()) {
     at::Tensor bias = *attn_bias;
-    if (bias.scalar_type() != at::kBool && bias.scalar_type() != query.scalar_type())
+    if (bias.scalar_type() != at::kBool && !is_kernel_dtype(bias.scalar_type()))
       bias = bias.to(query.scalar_type());
     std::optional<at::Tensor> m = kernel_mask(bias, query, key);
     TORCH_CHECK(m.has_value(), op, ": attn_bias of shape ", attn_bias->sizes(),
