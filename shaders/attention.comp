@@ -18,10 +18,10 @@
 // memory, no barriers. The row's q (pre-scaled) and output accumulator stay in registers; keys
 // stream one at a time through the same online softmax; an excluded key (causal j > i, boolean
 // mask false, additive mask -inf) costs no load of k or v. With is_causal the loop stops at
-// j = i. The dtype and the head dims are specialization constants (so the dtype switches fold
+// j = i. The dtypes and the head dims are specialization constants (so the dtype switches fold
 // and the head-dim loops have constant bounds; -1 / 0: read from Params); rows that the
 // launcher found 4-element aligned load (and, float32 output, store) 4 elements at a time
-// (SPEC_VEC). Flags and the mask dtype are read at run time (uniform branches).
+// (SPEC_VEC). The flags are read at run time (uniform branches).
 //
 // Variant PROBS (the backward's recomputation): scores [b, h, i, j] (float32, contiguous,
 // q . k^T from a GEMM) are turned in place into the probabilities
@@ -60,6 +60,7 @@ layout(constant_id = 1) const int SPEC_DT = -1;  // q, k, v, out dtype (-1: Para
 layout(constant_id = 2) const int SPEC_VEC = 0;  // vec4 rows: 1 q / k, 2 v, 4 out
 layout(constant_id = 3) const int SPEC_E = 0;    // head dim of q / k (0: Params)
 layout(constant_id = 4) const int SPEC_EV = 0;   // head dim of v (0: Params)
+layout(constant_id = 5) const int SPEC_MASK_DT = -1;  // mask dtype (-1: Params)
 #else
 layout(local_size_x = BR * TPR) in;
 #endif
@@ -144,7 +145,7 @@ vec4 load_row4(uint64_t base, int dt, int row, int c, int n, bool vec) {
 void main() {
   Params P = Params(pc.params);
   const int dt = SPEC_DT >= 0 ? SPEC_DT : P.dtype;
-  const int mdt = P.mask_dtype;
+  const int mdt = SPEC_MASK_DT >= 0 ? SPEC_MASK_DT : P.mask_dtype;
   const int E = SPEC_E > 0 ? SPEC_E : P.E, Ev = SPEC_EV > 0 ? SPEC_EV : P.Ev;
   const bool vec_qk = (SPEC_VEC & 1) != 0, vec_v = (SPEC_VEC & 2) != 0;
   const bool vec_out = (SPEC_VEC & 4) != 0 && dt == DT_FLOAT32;

@@ -242,10 +242,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   p.S = S;
   p.scale = static_cast<float>(sc);
   p.causal = is_causal;
-  p.q.dtype = kernels::DType::Float32;  // the dtype a float mask must have
+  p.q.dtype = kernels::DType::Float32;
   at::Tensor mask;
   if (attn_bias.defined()) {
-    at::Tensor bias = attn_bias.scalar_type() == at::kBool ? attn_bias : attn_bias.to(at::kFloat);
+    // The kernel reads bool and float32 / float16 / bfloat16 masks directly.
+    const at::ScalarType bt = attn_bias.scalar_type();
+    at::Tensor bias = bt == at::kBool || is_kernel_dtype(bt) ? attn_bias : attn_bias.to(at::kFloat);
     std::optional<at::Tensor> m = kernel_mask(bias, query, key);
     TORCH_CHECK(m.has_value(), op, ": attn_bias of shape ", attn_bias.sizes(),
                 " does not broadcast to the attention scores");

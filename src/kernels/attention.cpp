@@ -109,10 +109,10 @@ void record_rows(Stream& stream, const AttentionForward& p, const AttentionParam
   const AttentionTuning& t = attention_tuning();
   const uint32_t wg = std::clamp<uint32_t>(
       t.rows_workgroup, 1, stream.device().caps().max_workgroup_invocations);
-  // Pipelines per (dtype, vector-access flags, head dims): the head-dim loops fold to their
-  // exact length. Flags and the mask dtype are read at run time (uniform branches), which
-  // keeps the count of pipelines (each one a slow LLVM compile on lavapipe) down.
-  std::vector<uint32_t> spec = {UINT32_MAX, 0, 0, 0};  // all from Params, scalar access
+  // Pipelines per (dtype, vector-access flags, head dims, mask dtype): the head-dim loops fold
+  // to their exact length. The flags are read at run time (uniform branches), which keeps the
+  // count of pipelines (each one a slow LLVM compile on lavapipe) down.
+  std::vector<uint32_t> spec = {UINT32_MAX, 0, 0, 0, UINT32_MAX};  // all from Params, scalar
   if (t.rows_specialize) {
     // Vector access: every row of the operand starts 4-element aligned and the row length
     // is a multiple of 4.
@@ -124,9 +124,10 @@ void record_rows(Stream& stream, const AttentionForward& p, const AttentionParam
     uint32_t vec = 0;
     if (vec_rows(p.q, p.q_strides, p.E) && vec_rows(p.k, p.k_strides, p.E)) vec |= 1;
     if (vec_rows(p.v, p.v_strides, p.Ev)) vec |= 2;
-    if (vec_rows(p.out, p.out_strides, p.Ev)) vec |= 4;
+    if (p.out.dtype == DType::Float32 && vec_rows(p.out, p.out_strides, p.Ev)) vec |= 4;
+    // Without a mask, the bool pipeline serves (the mask code is skipped at run time).
     spec = {static_cast<uint32_t>(a.dtype), vec, static_cast<uint32_t>(a.E),
-            static_cast<uint32_t>(a.Ev)};
+            static_cast<uint32_t>(a.Ev), static_cast<uint32_t>(a.mask_dtype)};
   }
   const uint64_t params = stream.upload_params(&a, sizeof a);
   VkPipeline pipeline = stream.device().pipelines().get(*shader, wg, spec);

@@ -49,7 +49,7 @@ struct AttentionTuning {
   // every launch (so a test can switch strategies between calls), then to the device type.
   Algo algo = Algo::Auto;
   uint32_t rows_workgroup = 64;  // invocations (query rows) per workgroup of Rows
-  // Rows: pass the dtype, the vector-access flags and the head dims as specialization
+  // Rows: pass the dtypes, the vector-access flags and the head dims as specialization
   // constants (one pipeline per combination); false: all from the parameter block, scalar
   // access only (one pipeline per head-dim bound).
   bool rows_specialize = true;

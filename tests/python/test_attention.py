@@ -180,16 +180,16 @@ def test_float32_mask_with_half_inputs(dtype, algo):
     assert_close(actual.cpu().float(), expected.to(dtype).float(), **FWD_TOL[dtype])
 
 
-def test_unaligned_rows(algo):
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_unaligned_rows(dtype, algo):
     # Rows that start off a 16-byte boundary and odd row strides (the scalar-load path of Rows).
     B, H, L, E = 1, 2, 9, 16
-    base = [make((B, H, L, E + 1), torch.float32, seed=i) for i in range(3)]
-    outs = {}
-    for device in ("cpu", VK):
-        q, k, v = (t.to(device)[..., 1:] for t in base)
-        fn = reference_sdpa if device == "cpu" else F.scaled_dot_product_attention
-        outs[device] = fn(q, k, v, is_causal=True).cpu()
-    assert_close(outs[VK], outs["cpu"], **FWD_TOL[torch.float32])
+    base = [make((B, H, L, E + 1), dtype, low=-1, high=1, seed=i) for i in range(3)]
+    expected = reference_sdpa(*(t[..., 1:].float() for t in base), is_causal=True)
+    q, k, v = (t.to(VK)[..., 1:] for t in base)
+    actual = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert actual.dtype == dtype
+    assert_close(actual.cpu().float(), expected.to(dtype).float(), **FWD_TOL[dtype])
 
 
 def test_strategies_agree():
