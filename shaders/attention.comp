@@ -20,7 +20,7 @@
 // mask false, additive mask -inf) costs no load of k or v. With is_causal the loop stops at
 // j = i. The dtypes and the head dims are specialization constants (so the dtype switches fold
 // and the head-dim loops have constant bounds; -1 / 0: read from Params); rows that the
-// launcher found 4-element aligned load (and, float32 output, store) 4 elements at a time
+// launcher found 4-element aligned load and store 4 elements at a time
 // (SPEC_VEC). The flags are read at run time (uniform branches).
 //
 // Variant PROBS (the backward's recomputation): scores [b, h, i, j] (float32, contiguous,
@@ -119,6 +119,24 @@ void main() {
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer RefVec4 { vec4 v; };
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer RefUVec2 { uvec2 v; };
 layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer RefVec4Out { vec4 v; };
+layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer RefUVec2Out { uvec2 v; };
+
+// Stores elements 4c .. 4c+3 of the row starting at element `row` (the launcher checked the
+// alignment as for load_row4).
+void store_row4(uint64_t base, int dt, int row, int c, vec4 x) {
+  const int d = 4 * c;
+  if (dt == DT_FLOAT32) {
+    RefVec4Out(tvk_elem_addr(base, row + d, 2)).v = x;
+  } else if (dt == DT_FLOAT16) {
+    RefUVec2Out(tvk_elem_addr(base, row + d, 1)).v =
+        uvec2(tvk_float_to_half(x.x) | (tvk_float_to_half(x.y) << 16),
+              tvk_float_to_half(x.z) | (tvk_float_to_half(x.w) << 16));
+  } else {
+    RefUVec2Out(tvk_elem_addr(base, row + d, 1)).v =
+        uvec2(tvk_float_to_bf16(x.x) | (tvk_float_to_bf16(x.y) << 16),
+              tvk_float_to_bf16(x.z) | (tvk_float_to_bf16(x.w) << 16));
+  }
+}
 
 // Elements 4c .. 4c+3 of the row starting at element `row` of `base`, 0 from element n on.
 // `vec`: the launcher checked that the row start is 4-element aligned (address and strides)
@@ -148,7 +166,7 @@ void main() {
   const int mdt = SPEC_MASK_DT >= 0 ? SPEC_MASK_DT : P.mask_dtype;
   const int E = SPEC_E > 0 ? SPEC_E : P.E, Ev = SPEC_EV > 0 ? SPEC_EV : P.Ev;
   const bool vec_qk = (SPEC_VEC & 1) != 0, vec_v = (SPEC_VEC & 2) != 0;
-  const bool vec_out = (SPEC_VEC & 4) != 0 && dt == DT_FLOAT32;
+  const bool vec_out = (SPEC_VEC & 4) != 0;
   const bool causal = (P.flags & 1) != 0, has_mask = (P.flags & 2) != 0;
   const int L = P.L, S = P.S;
   const uint rows = uint(P.batch) * uint(P.heads) * uint(L);
@@ -206,7 +224,7 @@ void main() {
       const vec4 o = acc[c] * inv;
       const int d = 4 * c;
       if (vec_out) {
-        if (d < Ev) RefVec4Out(tvk_elem_addr(P.o, o_base + d, 2)).v = o;
+        if (d < Ev) store_row4(P.o, dt, o_base, c, o);
         continue;
       }
       if (d < Ev) store_f32(P.o, dt, o_base + d, o.x);

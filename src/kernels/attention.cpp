@@ -124,7 +124,7 @@ void record_rows(Stream& stream, const AttentionForward& p, const AttentionParam
     uint32_t vec = 0;
     if (vec_rows(p.q, p.q_strides, p.E) && vec_rows(p.k, p.k_strides, p.E)) vec |= 1;
     if (vec_rows(p.v, p.v_strides, p.Ev)) vec |= 2;
-    if (p.out.dtype == DType::Float32 && vec_rows(p.out, p.out_strides, p.Ev)) vec |= 4;
+    if (vec_rows(p.out, p.out_strides, p.Ev)) vec |= 4;
     // Without a mask, the bool pipeline serves (the mask code is skipped at run time).
     spec = {static_cast<uint32_t>(a.dtype), vec, static_cast<uint32_t>(a.E),
             static_cast<uint32_t>(a.Ev), static_cast<uint32_t>(a.mask_dtype)};
