@@ -6,6 +6,11 @@
 //     (src/kernels/attention.h) writes the output and the row logsumexp in one pass; its
 //     backward recomputes the probabilities from the saved logsumexp with native matmul and
 //     element-wise ops (fp32 math for float16 / bfloat16).
+//     A boolean attn_mask reaches the op already converted by PyTorch's composite
+//     scaled_dot_product_attention (convert_boolean_attn_mask: at::where(mask, 0, -inf) in q's
+//     dtype, one element-wise dispatch over the mask's own, unbroadcast shape); the Rows
+//     kernel skips -inf keys as it skips false ones, so only that small dispatch remains. Float
+//     masks of any kernel dtype are read as they are (no conversion to q's dtype).
 //   * math -> PyTorch's composite math path (matmul, softmax, ...: all native on vk) for what
 //     the kernel does not cover: dropout, float64, head dims above 128, nested tensors,
 //     masks that do not broadcast to [batch, heads, L, S], mismatched batch dims, ...
