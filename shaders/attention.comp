@@ -13,6 +13,16 @@
 // softmax is the online one (running max m and sum l, rescaled by exp(m_old - m_new)), all in
 // fp32 whatever the storage dtype (float16 / bfloat16 / float32, converted on load).
 //
+// Variant ROWS (for CPU devices, lavapipe / SwiftShader, where a workgroup's barriers are
+// coroutine switches and shared memory buys nothing): one invocation per query row, no shared
+// memory, no barriers. The row's q (pre-scaled) and output accumulator stay in registers; keys
+// stream one at a time through the same online softmax; an excluded key (causal j > i, boolean
+// mask false, additive mask -inf) costs no load of k or v. With is_causal the loop stops at
+// j = i. The dtypes and the head dims are specialization constants (so the dtype switches fold
+// and the head-dim loops have constant bounds; -1 / 0: read from Params); rows that the
+// launcher found 4-element aligned load and store 4 elements at a time
+// (SPEC_VEC). The flags are read at run time (uniform branches).
+//
 // Variant PROBS (the backward's recomputation): scores [b, h, i, j] (float32, contiguous,
 // q . k^T from a GEMM) are turned in place into the probabilities
 //   p_ij = exp(scale * scores_ij + bias_ij - lse[b,h,i])   (0 where excluded, as above, and in
@@ -22,6 +32,7 @@
 // tools/build_shaders.py from attention.variants.toml. The launcher (src/kernels/attention.cpp)
 // uploads the parameter block `Params` and passes its address as the only push constant.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 
 #define KIND 0
 #include "common.glsl"
@@ -33,6 +44,9 @@
 #ifndef PROBS
 #define PROBS 0
 #endif
+#ifndef ROWS
+#define ROWS 0
+#endif
 #define BR 16                 // query rows per workgroup
 #define TPR 4                 // invocations per query row
 #define BC 16                 // keys per shared-memory tile
@@ -40,6 +54,13 @@
 
 #if PROBS
 layout(local_size_x = 256) in;
+#elif ROWS
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const int SPEC_DT = -1;  // q, k, v, out dtype (-1: Params)
+layout(constant_id = 2) const int SPEC_VEC = 0;  // vec4 rows: 1 q / k, 2 v, 4 out
+layout(constant_id = 3) const int SPEC_E = 0;    // head dim of q / k (0: Params)
+layout(constant_id = 4) const int SPEC_EV = 0;   // head dim of v (0: Params)
+layout(constant_id = 5) const int SPEC_MASK_DT = -1;  // mask dtype (-1: Params)
 #else
 layout(local_size_x = BR * TPR) in;
 #endif
@@ -90,6 +111,128 @@ void main() {
     const float lse = RefF32(tvk_elem_addr(P.lse, int(r), 2)).v;
     const bool zero = excluded(P, b, h, i, j, x) || lse == NEG_INF;
     RefF32(tvk_elem_addr(P.o, int(idx), 2)).v = zero ? 0.0 : tvk_exp(x - lse);
+  }
+}
+#elif ROWS
+#define C4 (DMAX / 4)  // head-dim elements in vec4 groups
+
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer RefVec4 { vec4 v; };
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer RefUVec2 { uvec2 v; };
+layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer RefVec4Out { vec4 v; };
+layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer RefUVec2Out { uvec2 v; };
+
+// Stores elements 4c .. 4c+3 of the row starting at element `row` (the launcher checked the
+// alignment as for load_row4).
+void store_row4(uint64_t base, int dt, int row, int c, vec4 x) {
+  const int d = 4 * c;
+  if (dt == DT_FLOAT32) {
+    RefVec4Out(tvk_elem_addr(base, row + d, 2)).v = x;
+  } else if (dt == DT_FLOAT16) {
+    RefUVec2Out(tvk_elem_addr(base, row + d, 1)).v =
+        uvec2(tvk_float_to_half(x.x) | (tvk_float_to_half(x.y) << 16),
+              tvk_float_to_half(x.z) | (tvk_float_to_half(x.w) << 16));
+  } else {
+    RefUVec2Out(tvk_elem_addr(base, row + d, 1)).v =
+        uvec2(tvk_float_to_bf16(x.x) | (tvk_float_to_bf16(x.y) << 16),
+              tvk_float_to_bf16(x.z) | (tvk_float_to_bf16(x.w) << 16));
+  }
+}
+
+// Elements 4c .. 4c+3 of the row starting at element `row` of `base`, 0 from element n on.
+// `vec`: the launcher checked that the row start is 4-element aligned (address and strides)
+// and n % 4 == 0, so one 16-byte (float32) or 8-byte (float16 / bfloat16) load does.
+vec4 load_row4(uint64_t base, int dt, int row, int c, int n, bool vec) {
+  const int d = 4 * c;
+  if (vec) {
+    if (dt == DT_FLOAT32) return RefVec4(tvk_elem_addr(base, row + d, 2)).v;
+    const uvec2 w = RefUVec2(tvk_elem_addr(base, row + d, 1)).v;
+    if (dt == DT_FLOAT16)
+      return vec4(tvk_half_to_float(w.x & 0xffffu), tvk_half_to_float(w.x >> 16),
+                  tvk_half_to_float(w.y & 0xffffu), tvk_half_to_float(w.y >> 16));
+    return vec4(tvk_bf16_to_float(w.x & 0xffffu), tvk_bf16_to_float(w.x >> 16),
+                tvk_bf16_to_float(w.y & 0xffffu), tvk_bf16_to_float(w.y >> 16));
+  }
+  vec4 r = vec4(0.0);
+  if (d < n) r.x = load_f32(base, dt, row + d);
+  if (d + 1 < n) r.y = load_f32(base, dt, row + d + 1);
+  if (d + 2 < n) r.z = load_f32(base, dt, row + d + 2);
+  if (d + 3 < n) r.w = load_f32(base, dt, row + d + 3);
+  return r;
+}
+
+void main() {
+  Params P = Params(pc.params);
+  const int dt = SPEC_DT >= 0 ? SPEC_DT : P.dtype;
+  const int mdt = SPEC_MASK_DT >= 0 ? SPEC_MASK_DT : P.mask_dtype;
+  const int E = SPEC_E > 0 ? SPEC_E : P.E, Ev = SPEC_EV > 0 ? SPEC_EV : P.Ev;
+  const bool vec_qk = (SPEC_VEC & 1) != 0, vec_v = (SPEC_VEC & 2) != 0;
+  const bool vec_out = (SPEC_VEC & 4) != 0;
+  const bool causal = (P.flags & 1) != 0, has_mask = (P.flags & 2) != 0;
+  const int L = P.L, S = P.S;
+  const uint rows = uint(P.batch) * uint(P.heads) * uint(L);
+  const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint r = gl_GlobalInvocationID.x; r < rows; r += step) {
+    const int i = int(r % uint(L));
+    const int bh = int(r / uint(L));
+    const int b = bh / P.heads, h = bh % P.heads, hk = h / P.group;
+    // Fully unrolled head-dim loops keep q and the accumulator in registers; with the head
+    // dims specialized, the `4 * c < E` tests fold away.
+    vec4 qr[C4];
+    vec4 acc[C4];
+    const int q_base = b * P.q_sb + h * P.q_sh + i * P.q_sl;
+    [[unroll]] for (int c = 0; c < C4; ++c) {
+      qr[c] = 4 * c < E ? load_row4(P.q, dt, q_base, c, E, vec_qk) * P.scale : vec4(0.0);
+      acc[c] = vec4(0.0);
+    }
+    float m = NEG_INF, l = 0.0;
+    const int k_base = b * P.k_sb + hk * P.k_sh;
+    const int v_base = b * P.v_sb + hk * P.v_sh;
+    const int m_base = b * P.m_sb + h * P.m_sh + i * P.m_sl;
+    const int kv_end = causal ? min(S, i + 1) : S;
+    for (int j = 0; j < kv_end; ++j) {
+      float bias = 0.0;
+      if (has_mask) {
+        if (mdt == DT_BOOL) {
+          if (uint(RefU8(tvk_elem_addr(P.mask, m_base + j * P.m_ss, 0)).v) == 0u) continue;
+        } else {
+          bias = load_f32(P.mask, mdt, m_base + j * P.m_ss);
+          if (bias == NEG_INF) continue;
+        }
+      }
+      const int kj = k_base + j * P.k_sl;
+      vec4 part = vec4(0.0);
+      [[unroll]] for (int c = 0; c < C4; ++c)
+        if (4 * c < E) part += qr[c] * load_row4(P.k, dt, kj, c, E, vec_qk);
+      const float x = (part.x + part.y) + (part.z + part.w) + bias;
+      if (x == NEG_INF) continue;
+      // Online softmax: rescale when the running max grows (from -inf: corr = 0).
+      if (x > m) {
+        const float corr = tvk_exp(m - x);
+        l *= corr;
+        [[unroll]] for (int c = 0; c < C4; ++c) acc[c] *= corr;
+        m = x;
+      }
+      const float p = tvk_exp(x - m);
+      l += p;
+      const int vj = v_base + j * P.v_sl;
+      [[unroll]] for (int c = 0; c < C4; ++c)
+        if (4 * c < Ev) acc[c] += p * load_row4(P.v, dt, vj, c, Ev, vec_v);
+    }
+    const float inv = l > 0.0 ? 1.0 / l : 0.0;
+    const int o_base = b * P.o_sb + h * P.o_sh + i * P.o_sl;
+    [[unroll]] for (int c = 0; c < C4; ++c) {
+      const vec4 o = acc[c] * inv;
+      const int d = 4 * c;
+      if (vec_out) {
+        if (d < Ev) store_row4(P.o, dt, o_base, c, o);
+        continue;
+      }
+      if (d < Ev) store_f32(P.o, dt, o_base + d, o.x);
+      if (d + 1 < Ev) store_f32(P.o, dt, o_base + d + 1, o.y);
+      if (d + 2 < Ev) store_f32(P.o, dt, o_base + d + 2, o.z);
+      if (d + 3 < Ev) store_f32(P.o, dt, o_base + d + 3, o.w);
+    }
+    store_f32(P.lse, DT_FLOAT32, int(r), l > 0.0 ? m + tvk_log(l) : NEG_INF);
   }
 }
 #else

@@ -6,6 +6,11 @@
 //     (src/kernels/attention.h) writes the output and the row logsumexp in one pass; its
 //     backward recomputes the probabilities from the saved logsumexp with native matmul and
 //     element-wise ops (fp32 math for float16 / bfloat16).
+//     A boolean attn_mask reaches the op already converted by PyTorch's composite
+//     scaled_dot_product_attention (convert_boolean_attn_mask: at::where(mask, 0, -inf) in q's
+//     dtype, one element-wise dispatch over the mask's own, unbroadcast shape); the Rows
+//     kernel skips -inf keys as it skips false ones, so only that small dispatch remains. Float
+//     masks of any kernel dtype are read as they are (no conversion to q's dtype).
 //   * math -> PyTorch's composite math path (matmul, softmax, ...: all native on vk) for what
 //     the kernel does not cover: dropout, float64, head dims above 128, nested tensors,
 //     masks that do not broadcast to [batch, heads, L, S], mismatched batch dims, ...
@@ -31,7 +36,7 @@ bool is_kernel_dtype(at::ScalarType t) {
 }
 
 // The mask as the kernel reads it: broadcast to [B, H, L, S] (3-D inputs: [H, L, S] with a
-// leading 1) and of dtype bool or q's dtype. Nullopt when it cannot be.
+// leading 1), a view without a copy. Nullopt when it cannot be.
 std::optional<at::Tensor> kernel_mask(const at::Tensor& mask, const at::Tensor& q,
                                       const at::Tensor& k) {
   const int64_t L = q.size(-2), S = k.size(-2);
@@ -71,7 +76,8 @@ bool fused_supports(const at::Tensor& q, const at::Tensor& k, const at::Tensor& 
   if (mask.has_value() && mask->defined()) {
     if (is_causal) return false;  // the math path raises the error
     if (mask->device() != q.device()) return false;
-    if (mask->scalar_type() != at::kBool && mask->scalar_type() != q.scalar_type()) return false;
+    // The kernel reads bool and any float storage dtype directly (fp32 math).
+    if (mask->scalar_type() != at::kBool && !is_kernel_dtype(mask->scalar_type())) return false;
     if (!kernel_mask(*mask, q, k)) return false;
   }
   return true;
@@ -164,7 +170,7 @@ fused_attention_forward(const at::Tensor& query, const at::Tensor& key, const at
   at::Tensor mask;
   if (attn_bias.has_value() && attn_bias->defined()) {
     at::Tensor bias = *attn_bias;
-    if (bias.scalar_type() != at::kBool && bias.scalar_type() != query.scalar_type())
+    if (bias.scalar_type() != at::kBool && !is_kernel_dtype(bias.scalar_type()))
       bias = bias.to(query.scalar_type());
     std::optional<at::Tensor> m = kernel_mask(bias, query, key);
     TORCH_CHECK(m.has_value(), op, ": attn_bias of shape ", attn_bias->sizes(),
@@ -241,10 +247,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   p.S = S;
   p.scale = static_cast<float>(sc);
   p.causal = is_causal;
-  p.q.dtype = kernels::DType::Float32;  // the dtype a float mask must have
+  p.q.dtype = kernels::DType::Float32;
   at::Tensor mask;
   if (attn_bias.defined()) {
-    at::Tensor bias = attn_bias.scalar_type() == at::kBool ? attn_bias : attn_bias.to(at::kFloat);
+    // The kernel reads bool and float32 / float16 / bfloat16 masks directly.
+    const at::ScalarType bt = attn_bias.scalar_type();
+    at::Tensor bias = bt == at::kBool || is_kernel_dtype(bt) ? attn_bias : attn_bias.to(at::kFloat);
     std::optional<at::Tensor> m = kernel_mask(bias, query, key);
     TORCH_CHECK(m.has_value(), op, ": attn_bias of shape ", attn_bias.sizes(),
                 " does not broadcast to the attention scores");

@@ -1,13 +1,18 @@
-// Launcher of the fused attention forward kernel (shaders/attention.comp): one workgroup per
-// (batch * head, tile of 16 query rows), the parameters in an uploaded block (they exceed the
-// 128-byte push-constant budget).
+// Launcher of the fused attention forward kernel (shaders/attention.comp), the parameters in an
+// uploaded block (they exceed the 128-byte push-constant budget). Two strategies (see
+// AttentionTuning in attention.h): Tiled, one workgroup per (batch * head, tile of 16 query
+// rows) with k / v tiles in shared memory, for GPUs; Rows, one invocation per query row without
+// shared memory or barriers, for CPU devices.
 #include "kernels/attention.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "kernels/launch.h"
 #include "runtime/device.h"
@@ -66,8 +71,8 @@ int32_t narrow(int64_t v) { return static_cast<int32_t>(v); }
 void check_mask(const AttentionForward& p) {
   if (p.mask.address == 0) return;
   check_operand(p.mask, "mask");
-  if (p.mask.dtype != DType::Bool && p.mask.dtype != p.q.dtype)
-    invalid(kWhere, "the mask must be bool or of q's dtype");
+  if (p.mask.dtype != DType::Bool && !is_float_storage(p.mask.dtype))
+    invalid(kWhere, "the mask must be bool, float32, float16 or bfloat16");
   if (span({{p.batch, p.mask_strides[0]}, {p.heads, p.mask_strides[1]}, {p.L, p.mask_strides[2]},
             {p.S, p.mask_strides[3]}}) > kMaxIndex)
     invalid(kWhere, "mask: offsets beyond the 32-bit index range");
@@ -94,7 +99,59 @@ void fill_common(AttentionParams& a, const AttentionForward& p) {
   a.scale = p.scale;
 }
 
+// Rows: one invocation per query row over the flattened [batch, heads, L] rows (grid-stride).
+void record_rows(Stream& stream, const AttentionForward& p, const AttentionParams& a) {
+  const int64_t dim = std::max(p.E, p.Ev);
+  const int dmax = dim <= 16 ? 16 : dim <= 32 ? 32 : dim <= 64 ? 64 : 128;
+  const std::string name = "attention.rows.d" + std::to_string(dmax);
+  const ShaderBinary* shader = find_shader(name);
+  if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
+  const AttentionTuning& t = attention_tuning();
+  const uint32_t wg = std::clamp<uint32_t>(
+      t.rows_workgroup, 1, stream.device().caps().max_workgroup_invocations);
+  // Pipelines per (dtype, vector-access flags, head dims, mask dtype): the head-dim loops fold
+  // to their exact length. The flags are read at run time (uniform branches), which keeps the
+  // count of pipelines (each one a slow LLVM compile on lavapipe) down.
+  std::vector<uint32_t> spec = {UINT32_MAX, 0, 0, 0, UINT32_MAX};  // all from Params, scalar
+  if (t.rows_specialize) {
+    // Vector access: every row of the operand starts 4-element aligned and the row length
+    // is a multiple of 4.
+    auto vec_rows = [](const Operand& op, const AttentionStrides& st, int64_t n) {
+      const int64_t es = dtype_size(op.dtype);
+      return n % 4 == 0 && op.address % (4 * es) == 0 && st.batch % 4 == 0 &&
+             st.head % 4 == 0 && st.row % 4 == 0;
+    };
+    uint32_t vec = 0;
+    if (vec_rows(p.q, p.q_strides, p.E) && vec_rows(p.k, p.k_strides, p.E)) vec |= 1;
+    if (vec_rows(p.v, p.v_strides, p.Ev)) vec |= 2;
+    if (vec_rows(p.out, p.out_strides, p.Ev)) vec |= 4;
+    // Without a mask, the bool pipeline serves (the mask code is skipped at run time).
+    spec = {static_cast<uint32_t>(a.dtype), vec, static_cast<uint32_t>(a.E),
+            static_cast<uint32_t>(a.Ev), static_cast<uint32_t>(a.mask_dtype)};
+  }
+  const uint64_t params = stream.upload_params(&a, sizeof a);
+  VkPipeline pipeline = stream.device().pipelines().get(*shader, wg, spec);
+  const int64_t rows = p.batch * p.heads * p.L;
+  stream.dispatch(pipeline, group_count(stream, rows, wg), 1, 1, &params, sizeof params);
+}
+
 }  // namespace
+
+AttentionTuning& attention_tuning() {
+  static AttentionTuning t;
+  return t;
+}
+
+AttentionTuning::Algo attention_algorithm(Stream& stream) {
+  using Algo = AttentionTuning::Algo;
+  const Algo forced = attention_tuning().algo;
+  if (forced != Algo::Auto) return forced;
+  if (const char* v = std::getenv("TORCH_VK_ATTENTION_ALGO")) {
+    if (std::strcmp(v, "rows") == 0) return Algo::Rows;
+    if (std::strcmp(v, "tiled") == 0) return Algo::Tiled;
+  }
+  return stream.device().caps().device_type == "cpu" ? Algo::Rows : Algo::Tiled;
+}
 
 void attention_forward(Stream& stream, const AttentionForward& p) {
   if (p.batch < 0 || p.heads < 0 || p.L < 0 || p.S < 0) invalid(kWhere, "negative size");
@@ -124,16 +181,6 @@ void attention_forward(Stream& stream, const AttentionForward& p) {
   check_span(span({{p.batch, p.out_strides.batch}, {p.heads, p.out_strides.head}, {p.L, p.out_strides.row}, {p.Ev, 1}}), "output");
   check_span(p.batch * p.heads * p.L, "logsumexp");
   if (p.batch * p.heads > 65535) invalid(kWhere, "batch * heads above 65535");
-  const int64_t tiles = (p.L + kRowsPerGroup - 1) / kRowsPerGroup;
-
-  const int dmax = std::max(p.E, p.Ev) <= 64 ? 64 : 128;
-  const uint32_t shared_bytes = (2 * 16 * dmax + 16 * 4 * 16) * 4;
-  if (stream.device().caps().max_shared_memory_size < shared_bytes)
-    invalid(kWhere, "the device has too little shared memory (" + std::to_string(shared_bytes) +
-                        " bytes needed)");
-  const std::string name = "attention.forward.d" + std::to_string(dmax);
-  const ShaderBinary* shader = find_shader(name);
-  if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
 
   AttentionParams a{};
   a.q = p.q.address;
@@ -145,9 +192,23 @@ void attention_forward(Stream& stream, const AttentionForward& p) {
   a.k_sb = narrow(p.k_strides.batch), a.k_sh = narrow(p.k_strides.head), a.k_sl = narrow(p.k_strides.row);
   a.v_sb = narrow(p.v_strides.batch), a.v_sh = narrow(p.v_strides.head), a.v_sl = narrow(p.v_strides.row);
   a.o_sb = narrow(p.out_strides.batch), a.o_sh = narrow(p.out_strides.head), a.o_sl = narrow(p.out_strides.row);
+  if (attention_algorithm(stream) == AttentionTuning::Algo::Rows) {
+    record_rows(stream, p, a);
+    return;
+  }
+
+  const int64_t tiles = (p.L + kRowsPerGroup - 1) / kRowsPerGroup;
+  const int dmax = std::max(p.E, p.Ev) <= 64 ? 64 : 128;
+  const uint32_t shared_bytes = (2 * 16 * dmax + 16 * 4 * 16) * 4;
+  if (stream.device().caps().max_shared_memory_size < shared_bytes)
+    invalid(kWhere, "the device has too little shared memory (" + std::to_string(shared_bytes) +
+                        " bytes needed)");
+  const std::string name = "attention.forward.d" + std::to_string(dmax);
+  const ShaderBinary* shader = find_shader(name);
+  if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
+  if (tiles > 65535) invalid(kWhere, "more than 65535 query tiles");
   const uint64_t params = stream.upload_params(&a, sizeof a);
   VkPipeline pipeline = stream.device().pipelines().get(*shader, kWorkgroup);
-  if (tiles > 65535) invalid(kWhere, "more than 65535 query tiles");
   stream.dispatch(pipeline, static_cast<uint32_t>(tiles), static_cast<uint32_t>(p.batch * p.heads),
                   1, &params, sizeof params);
 }

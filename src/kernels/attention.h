@@ -28,13 +28,36 @@ struct AttentionForward {
   Operand q, k, v, out, lse;
   AttentionStrides q_strides, k_strides, v_strides, out_strides;
   // Optional mask (address 0: none), broadcast to [batch, heads, L, S] by its strides (0 for
-  // broadcast dims): Bool (false excludes the key) or the dtype of q (added to the scores).
+  // broadcast dims): Bool (false excludes the key) or float32 / float16 / bfloat16 (added to
+  // the scores; -inf excludes the key).
   Operand mask{0, DType::Bool};
   int64_t mask_strides[4] = {0, 0, 0, 0};
 };
 
 // Largest head dim (E or Ev) the kernel supports.
 constexpr int64_t kAttentionMaxHeadDim = 128;
+
+// Strategies of the forward kernel:
+//   Tiled  one workgroup per (batch * head, 16 query rows), 4 invocations per row, k / v tiles
+//          through shared memory (GPUs).
+//   Rows   one invocation per query row, no shared memory, no barriers (CPU devices such as
+//          lavapipe, where barriers are coroutine switches and shared memory saves no traffic).
+// Auto picks Rows on devices of type "cpu", Tiled elsewhere.
+struct AttentionTuning {
+  enum class Algo { Auto, Tiled, Rows };
+  // Auto defers to the environment variable TORCH_VK_ATTENTION_ALGO=tiled|rows|auto, read at
+  // every launch (so a test can switch strategies between calls), then to the device type.
+  Algo algo = Algo::Auto;
+  uint32_t rows_workgroup = 64;  // invocations (query rows) per workgroup of Rows
+  // Rows: pass the dtypes, the vector-access flags and the head dims as specialization
+  // constants (one pipeline per combination); false: all from the parameter block, scalar
+  // access only (one pipeline per head-dim bound).
+  bool rows_specialize = true;
+};
+AttentionTuning& attention_tuning();
+
+// The strategy attention_forward uses on this stream's device (never Auto).
+AttentionTuning::Algo attention_algorithm(Stream& stream);
 
 // Records the forward pass. Empty batch / heads / L record nothing; S == 0 gives out = 0 and
 // lse = -inf. Throws std::invalid_argument for unsupported dtypes, head dims above

@@ -1,8 +1,13 @@
 """scaled_dot_product_attention on vk against PyTorch's CPU: the fused kernel (plain, causal,
 boolean / additive / broadcast masks, custom scale, grouped-query attention, odd sequence
 lengths, head dims 16..128, float32 / float16 / bfloat16, empty batch / heads), its backward,
-the backend choice, and the explicit matmul + masked_fill + softmax formulation."""
+the backend choice, and the explicit matmul + masked_fill + softmax formulation.
+
+The forward kernel has two strategies (src/kernels/attention.h): Tiled (GPUs) and Rows (CPU
+devices such as lavapipe, the default here). The `algo` fixture runs the forward cases under
+both by setting TORCH_VK_ATTENTION_ALGO, which the launcher reads at every launch."""
 import math
+import os
 
 import pytest
 import torch
@@ -24,6 +29,13 @@ FWD_TOL = {torch.float32: dict(atol=2e-5, rtol=2e-5), torch.float16: dict(atol=2
 # (as on every fused backend), which dominates for float16 / bfloat16.
 BWD_TOL = {torch.float32: dict(atol=5e-5, rtol=5e-5), torch.float16: dict(atol=1e-2, rtol=1e-2),
            torch.bfloat16: dict(atol=6e-2, rtol=6e-2)}
+
+
+@pytest.fixture(params=["rows", "tiled"])
+def algo(request, monkeypatch):
+    """Forces one strategy of the fused forward kernel for the test."""
+    monkeypatch.setenv("TORCH_VK_ATTENTION_ALGO", request.param)
+    return request.param
 
 
 def reference_sdpa(q, k, v, **kw):
@@ -72,7 +84,7 @@ def bhld(b, h, l, d):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", ["plain", "causal", "causal_long_q", "bool_mask", "float_mask",
                                   "broadcast_bool", "broadcast_float", "scale"])
-def test_forward_backward(case, dtype):
+def test_forward_backward(case, dtype, algo):
     B, H, L, S, E = 2, 3, 13, 19, 16
     kw, mask = {}, None
     if case == "causal":
@@ -94,13 +106,14 @@ def test_forward_backward(case, dtype):
     run_both((bhld(B, H, L, E), bhld(B, H, S, E), bhld(B, H, S, E)), dtype, mask=mask, **kw)
 
 
-@pytest.mark.parametrize("dims", [(16, 16), (32, 24), (64, 64), (80, 128), (128, 128), (100, 40)])
-def test_head_dims(dims):
+@pytest.mark.parametrize("dims", [(16, 16), (32, 24), (64, 64), (80, 128), (128, 128), (100, 40),
+                                  (6, 10)])
+def test_head_dims(dims, algo):
     E, Ev = dims
     run_both(((1, 2, 17, E), (1, 2, 35, E), (1, 2, 35, Ev)), torch.float32, is_causal=E == 64)
 
 
-def test_longer_sequences_cross_tiles():
+def test_longer_sequences_cross_tiles(algo):
     # Several query tiles and key tiles, causal, with a half-precision dtype.
     run_both(((1, 1, 70, 32), (1, 1, 70, 32), (1, 1, 70, 32)), torch.float16, is_causal=True)
 
@@ -110,20 +123,20 @@ def test_empty(shape):
     run_both((shape, shape[:2] + (7, 16), shape[:2] + (7, 16)), torch.float32)
 
 
-def test_empty_keys_gives_zeros():
+def test_empty_keys_gives_zeros(algo):
     run_both(((1, 2, 5, 16), (1, 2, 0, 16), (1, 2, 0, 16)), torch.float32, backward=False)
 
 
-def test_three_dim_inputs():
+def test_three_dim_inputs(algo):
     run_both(((3, 11, 16), (3, 9, 16), (3, 9, 8)), torch.float32,
              mask=make((11, 9), torch.float32, seed=9))
 
 
-def test_grouped_query_attention():
+def test_grouped_query_attention(algo):
     run_both(((2, 4, 9, 16), (2, 2, 12, 16), (2, 2, 12, 16)), torch.float32, enable_gqa=True)
 
 
-def test_non_contiguous_inputs():
+def test_non_contiguous_inputs(algo):
     # [B, L, H, E] projections viewed as [B, H, L, E], as transformer blocks do.
     B, L, H, E = 2, 10, 3, 16
     base = [make((B, L, H, E), torch.float32, seed=i) for i in range(3)]
@@ -138,14 +151,70 @@ def test_non_contiguous_inputs():
     assert_close(outs[VK], outs["cpu"], **FWD_TOL[torch.float32])
 
 
-def test_fully_masked_row():
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_fully_masked_row(kind, algo):
     # A query row without any allowed key: the math path gives 0 (safe softmax), so must vk.
     q, k, v = (make((1, 1, 4, 16), torch.float32, seed=i) for i in range(3))
     mask = torch.ones(4, 4, dtype=torch.bool)
     mask[2] = False
+    if kind == "float":  # additive: -inf excludes, the other values are added
+        mask = torch.zeros(4, 4).masked_fill(~mask, float("-inf")) + 0.5 * torch.eye(4)
     expected = reference_sdpa(q, k, v, attn_mask=mask)
     actual = F.scaled_dot_product_attention(q.to(VK), k.to(VK), v.to(VK), attn_mask=mask.to(VK))
     assert_close(actual.cpu(), expected, equal_nan=True, **FWD_TOL[torch.float32])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_float32_mask_with_half_inputs(dtype, algo):
+    # The kernel reads a float32 additive mask directly (no conversion to q's dtype).
+    B, H, L, S, E = 1, 2, 7, 11, 16
+    q, k, v = (make(s, dtype, low=-1, high=1, seed=i)
+               for i, s in enumerate(((B, H, L, E), (B, H, S, E), (B, H, S, E))))
+    mask = make((L, S), torch.float32, low=-2, high=2, seed=4)
+    mask[:, 3] = float("-inf")
+    assert torch._fused_sdp_choice(q.to(VK), k.to(VK), v.to(VK), attn_mask=mask.to(VK)) == \
+        torch._C._SDPBackend.OVERRIDEABLE.value
+    expected = reference_sdpa(q.float(), k.float(), v.float(), attn_mask=mask)
+    actual = F.scaled_dot_product_attention(q.to(VK), k.to(VK), v.to(VK), attn_mask=mask.to(VK))
+    assert actual.dtype == dtype
+    assert_close(actual.cpu().float(), expected.to(dtype).float(), **FWD_TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_unaligned_rows(dtype, algo):
+    # Rows that start off a 16-byte boundary and odd row strides (the scalar-load path of Rows).
+    B, H, L, E = 1, 2, 9, 16
+    base = [make((B, H, L, E + 1), dtype, low=-1, high=1, seed=i) for i in range(3)]
+    expected = reference_sdpa(*(t[..., 1:].float() for t in base), is_causal=True)
+    q, k, v = (t.to(VK)[..., 1:] for t in base)
+    actual = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert actual.dtype == dtype
+    assert_close(actual.cpu().float(), expected.to(dtype).float(), **FWD_TOL[dtype])
+
+
+def test_strategies_agree():
+    # Both strategies against each other on a shape with several tiles and a masked row.
+    q, k, v = (make((2, 3, 37, 32), torch.float32, seed=i).to(VK) for i in range(3))
+    mask = (torch.rand(37, 37, generator=torch.Generator().manual_seed(1)) > 0.4)
+    mask[5] = False
+    mask = mask.to(VK)
+    results = {}
+    old = os.environ.get("TORCH_VK_ATTENTION_ALGO")
+    try:
+        for name in ("rows", "tiled"):
+            os.environ["TORCH_VK_ATTENTION_ALGO"] = name
+            out, lse = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(
+                q, k, v, attn_bias=mask)[:2]
+            results[name] = (out.cpu(), lse.cpu())
+    finally:
+        if old is None:
+            os.environ.pop("TORCH_VK_ATTENTION_ALGO", None)
+        else:
+            os.environ["TORCH_VK_ATTENTION_ALGO"] = old
+    assert_close(results["rows"][0], results["tiled"][0], **FWD_TOL[torch.float32])
+    assert_close(results["rows"][1], results["tiled"][1], **FWD_TOL[torch.float32])
+    assert torch.isneginf(results["rows"][1][:, :, 5]).all()
+    assert (results["rows"][0][:, :, 5] == 0).all()
 
 
 def test_backend_choice():
@@ -160,7 +229,7 @@ def test_backend_choice():
     assert torch._fused_sdp_choice(big, big, big) == math_
 
 
-def test_fused_op_outputs():
+def test_fused_op_outputs(algo):
     q, k, v = (make((2, 3, 7, 16), torch.float32, seed=i) for i in range(3))
     res = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(
         q.to(VK), k.to(VK), v.to(VK), is_causal=True)
