@@ -365,3 +365,52 @@ def test_compiled_transformer_block_forward_halves_dispatches(strict_native):
         out, compiled_dispatches = _dispatches(compiled, x)
     assert_close(out, expected, atol=1e-5, rtol=1e-5)
     assert compiled_dispatches * 2 <= eager_dispatches, (compiled_dispatches, eager_dispatches)
+
+
+# ---------------------------------------------------------------- replay
+
+
+def test_steady_state_calls_replay_the_captured_graph(strict_native):
+    torch.manual_seed(0)
+    block = NanoGPTBlock().to(VK)
+    twin = copy.deepcopy(block)
+    opt_eager = torch.optim.SGD(block.parameters(), lr=0.05, momentum=0.9)
+    opt_compiled = torch.optim.SGD(twin.parameters(), lr=0.05, momentum=0.9)
+    run, step = torch.compile(twin), torch.compile(opt_compiled.step)
+    before = torch_vk.compiler.stats()
+    kept = []
+    for _ in range(5):
+        x = torch.randn(2, 16, 32, device=VK)  # a new input tensor every step
+        opt_eager.zero_grad()
+        eager_loss = block(x).square().mean()
+        eager_loss.backward()
+        opt_eager.step()
+        opt_compiled.zero_grad()
+        loss = run(x).square().mean()
+        loss.backward()
+        step()
+        kept.append((loss, eager_loss))  # outputs kept across replays keep their values
+    after = torch_vk.compiler.stats()
+    assert after["captures"] - before["captures"] == 3  # forward, backward, optimizer step
+    assert after["replays"] - before["replays"] >= 6
+    assert after["capture_failures"] == before["capture_failures"]
+    for loss, eager_loss in kept:
+        assert_close(loss, eager_loss, atol=1e-6, rtol=1e-5)
+    for a, b in zip(block.parameters(), twin.parameters()):
+        assert_close(b, a, atol=1e-5, rtol=1e-5)
+
+
+def test_graphs_with_random_ops_are_not_replayed(strict_native):
+    from torch_vk.compiler.replay import not_replayable_reason
+
+    gm = torch.fx.symbolic_trace(lambda a: a)
+    assert not_replayable_reason(gm) is not None  # inputs without tensor metadata
+
+    def fn(a):
+        return F.dropout(a * 2.0, p=0.5, training=True) + 1.0
+
+    compiled = torch.compile(fn)
+    x = torch.ones(64, 64, device=VK)
+    masks = [compiled(x) == 1.0 for _ in range(4)]  # dropped elements are 0 * 2 / 0.5 + 1 = 1
+    # Every call draws a new mask, as eager dropout does.
+    assert all(not torch.equal(masks[0], m) for m in masks[1:])

@@ -41,13 +41,24 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Ca
         sys.setrecursionlimit(limit)
     _STATS["graphs"] += 1
     _STATS["fused_kernels"] += kernels
+    from torch_vk.compiler.replay import ReplayRunner, not_replayable_reason
+
+    reason = not_replayable_reason(fused_gm)
+    mutates = any(
+        (n.op == "call_function" and n.target is torch.ops.aten.copy_.default)
+        or any(i is not None for i in getattr(n.target, "out_into", ()) or ())
+        for n in fused_gm.graph.nodes)
+    runner = ReplayRunner(fused_gm.forward, f"graph_{_STATS['graphs']}", reason, mutates)
     debug_dir = os.environ.get("TORCH_VK_COMPILE_DEBUG_DIR")
     if debug_dir:
         os.makedirs(debug_dir, exist_ok=True)
         path = os.path.join(debug_dir, f"graph_{_STATS['graphs']}.py")
         with open(path, "w") as f:
             f.write(fused_gm.code)
-    return make_boxed_func(fused_gm.forward)
+        if reason:
+            with open(path, "a") as f:
+                f.write(f"\n# not replayed: {reason}\n")
+    return make_boxed_func(runner)
 
 
 def _make_backend() -> Callable:
@@ -74,8 +85,11 @@ def vk_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs
 
 
 def stats() -> dict[str, int]:
-    """Graphs compiled and fused kernels created in this process."""
-    return dict(_STATS)
+    """Graphs compiled, fused kernels created, and graph captures / replays / capture
+    failures (torch_vk.compiler.replay) in this process."""
+    from torch_vk.compiler import replay
+
+    return {**_STATS, **replay.stats()}
 
 
 def graph_uses_vk(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> bool:

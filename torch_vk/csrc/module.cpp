@@ -26,6 +26,7 @@ namespace tvk::aten {
 // torch_vk/csrc/generated_bindings.cpp: _compile_kernel, _launch_kernel, ...
 void register_generated_bindings(py::module_& m);
 void register_graph_bindings(py::module_& m);  // torch_vk/csrc/graph_bindings.cpp
+void register_replay_bindings(py::module_& m);  // torch_vk/csrc/replay_bindings.cpp
 
 namespace {
 
@@ -307,6 +308,7 @@ PYBIND11_MODULE(_C, m) {
     return table;
   });
   register_graph_bindings(m);
+  register_replay_bindings(m);
   m.def("_loader_version", []() -> std::string {
     try {
       return tvk::Runtime::get().loader_version_string();

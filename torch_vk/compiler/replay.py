@@ -1,0 +1,209 @@
+"""Replay of compiled graphs: run once, capture once, then re-record the captured commands.
+
+A compiled graph's steady-state call should cost no per-op Python or dispatcher work. The
+runner does what CUDA graphs do for torch.compile's "reduce-overhead" mode, with the L1
+capture of src/runtime/graph.h:
+
+1. the first call runs the graph normally (fused kernels get specialised and compiled);
+2. the second call runs it while the current stream captures every command (pipelines, push
+   constants, parameter blocks) and allocates from a memory pool private to the graph;
+3. later calls re-record the captured commands in one C++ call (`CapturedGraph.replay`).
+
+Inputs: an input whose address did not change between the first two calls (parameters,
+buffers, optimizer state) or that is an output of a replayed graph (saved activations, whose
+pool block is fixed) is read in place; any other input gets a buffer of its own that each
+call copies into. A later call whose in-place inputs moved runs normally and captures again.
+
+Outputs live in the graph's pool. Callers get tensors that alias that memory; before the next
+replay overwrites it, every alias still alive (a kept loss, activations saved for a backward
+that has not run yet) is given its own copy, so results never change under the caller.
+
+Graphs that cannot be replayed run normally every time: graphs with random ops (a replay
+would repeat the same numbers), host scalars or CPU tensors (computed by the host per call),
+data-dependent shapes or host reads, symbolic shapes, or any op that turns out to read device
+memory on the host during capture. TORCH_VK_COMPILE_REPLAY=0 turns replay off.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.fx
+from torch.multiprocessing.reductions import StorageWeakRef
+
+_STATS = {"captures": 0, "replays": 0, "capture_failures": 0}
+_MAX_CAPTURES = 4
+
+_HOST_SYNC_OPS = {torch.ops.aten._local_scalar_dense.default, torch.ops.aten.item.default}
+
+
+def stats() -> dict[str, int]:
+    return dict(_STATS)
+
+
+def _native():
+    import torch_vk
+
+    return torch_vk._C
+
+
+def not_replayable_reason(gm: torch.fx.GraphModule) -> str | None:
+    """Why `gm` cannot be captured, or None."""
+    if os.environ.get("TORCH_VK_COMPILE_REPLAY", "1") == "0":
+        return "TORCH_VK_COMPILE_REPLAY=0"
+    for node in gm.graph.nodes:
+        val = node.meta.get("val")
+        if node.op == "placeholder" and not isinstance(val, torch.Tensor):
+            return f"input {node.name} is not a tensor ({type(val).__name__})"
+        for v in val if isinstance(val, (list, tuple)) else [val]:
+            if isinstance(v, torch.Tensor):
+                if v.device.type != "vk":
+                    return f"{node.name} is a {v.device.type} tensor"
+                if any(not isinstance(s, int) for s in v.shape):
+                    return f"{node.name} has a symbolic shape"
+        if node.op != "call_function":
+            continue
+        target = node.target
+        if target in _HOST_SYNC_OPS:
+            return f"{node.name} reads device memory on the host"
+        tags = getattr(target, "tags", ())
+        if torch.Tag.nondeterministic_seeded in tags and not _dropout_off(node):
+            return f"{node.name} draws random numbers"
+        if torch.Tag.dynamic_output_shape in tags or torch.Tag.data_dependent_output in tags:
+            return f"{node.name} has a data-dependent output"
+        if getattr(target, "scalar_inputs", None):
+            return f"{node.name} takes host scalars"
+    return None
+
+
+def _dropout_off(node: torch.fx.Node) -> bool:
+    """Ops tagged random only for their dropout (attention) draw nothing with dropout_p = 0."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return False
+    for index, argument in enumerate(schema.arguments):
+        if argument.name == "dropout_p":
+            value = node.args[index] if index < len(node.args) else \
+                node.kwargs.get("dropout_p", argument.default_value)
+            return isinstance(value, (int, float)) and value == 0
+    return False
+
+
+class ReplayRunner:
+    """Callable (boxed-free: plain *args) wrapping a compiled graph's forward."""
+
+    def __init__(self, fn: Callable, name: str, reason: str | None, mutates_inputs: bool):
+        self.fn = fn
+        self.name = name
+        self.disabled_reason = reason
+        self.mutates_inputs = mutates_inputs
+        self.captures = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        self.graph = None
+        self.stream = None
+        self.warm_ptrs: list[int] | None = None
+        self.static_inputs: list[torch.Tensor | None] = []   # own buffer per copied input
+        self.input_meta: list[tuple] = []
+        self.static_outputs: Sequence[Any] = ()
+        self.handed_out: list[StorageWeakRef] = []
+
+    def __call__(self, *args: Any) -> Any:
+        if self.disabled_reason is not None:
+            return self.fn(*args)
+        if self.graph is not None:
+            return self._replay(args)
+        if self.warm_ptrs is None:
+            self.warm_ptrs = [a.data_ptr() for a in args]
+            return self.fn(*args)
+        return self._capture(args)
+
+    def _capture(self, args: Sequence[torch.Tensor]) -> Any:
+        if self.captures >= _MAX_CAPTURES:
+            self.disabled_reason = "its in-place inputs keep moving"
+            return self.fn(*args)
+        native = _native()
+        inputs, own = [], []
+        for arg, warm_ptr in zip(args, self.warm_ptrs):
+            if arg.data_ptr() == warm_ptr or native._is_alias_output(arg):
+                inputs.append(arg)
+                own.append(None)
+            else:
+                buf = torch.empty_strided(arg.size(), arg.stride(), dtype=arg.dtype,
+                                          device=arg.device)
+                buf.copy_(arg)
+                inputs.append(buf)
+                own.append(buf)
+        graph = native._CapturedGraph()
+        native._begin_capture(graph)
+        try:
+            outs = self.fn(*inputs)
+        except Exception:
+            native._end_capture(graph)
+            _STATS["capture_failures"] += 1
+            self.disabled_reason = f"capture failed: {graph.invalid_reason or 'an error'}"
+            if self.mutates_inputs:
+                raise  # running again would apply the input mutations twice
+            return self.fn(*args)
+        native._end_capture(graph)
+        if not graph.valid:
+            _STATS["capture_failures"] += 1
+            self.disabled_reason = f"capture failed: {graph.invalid_reason}"
+            return outs
+        self.captures += 1
+        _STATS["captures"] += 1
+        self.graph = graph
+        self.stream = torch.vk.current_stream()
+        self.static_inputs = own
+        self.input_meta = [(t.data_ptr(), t.shape, t.stride()) for t in inputs]
+        self.static_outputs = outs
+        return self._hand_out(inputs, args)
+
+    def _replay(self, args: Sequence[torch.Tensor]) -> Any:
+        if torch.vk.current_stream() != self.stream:
+            return self.fn(*args)
+        for arg, buf, (ptr, shape, stride) in zip(args, self.static_inputs, self.input_meta):
+            if arg.shape != shape or arg.stride() != stride:
+                return self._recapture(args)
+            if buf is None:
+                if arg.data_ptr() != ptr:
+                    return self._recapture(args)
+            elif arg.data_ptr() != ptr:
+                buf.copy_(arg)
+        native = _native()
+        for ref in self.handed_out:
+            if not ref.expired():
+                native._detach_storage(ref.cdata)
+        self.handed_out = []
+        self.graph.replay()
+        _STATS["replays"] += 1
+        inputs = [arg if buf is None else buf for arg, buf in zip(args, self.static_inputs)]
+        return self._hand_out(inputs, args)
+
+    def _recapture(self, args: Sequence[torch.Tensor]) -> Any:
+        # Hand the previous outputs their own memory: the old graph's pool goes away.
+        native = _native()
+        for ref in self.handed_out:
+            if not ref.expired():
+                native._detach_storage(ref.cdata)
+        self._reset()
+        self.warm_ptrs = [a.data_ptr() for a in args]
+        return self.fn(*args)
+
+    def _hand_out(self, inputs: Sequence[torch.Tensor], args: Sequence[torch.Tensor]) -> Any:
+        native = _native()
+        by_identity = {id(t): a for t, a in zip(inputs, args)}
+        result = []
+        for out in self.static_outputs:
+            if not isinstance(out, torch.Tensor) or out.device.type != "vk":
+                result.append(out)  # e.g. an attention op's (unused) CPU RNG state
+            elif id(out) in by_identity:  # an input returned as is
+                result.append(by_identity[id(out)])
+            else:
+                alias = native._alias_output(out)
+                self.handed_out.append(StorageWeakRef(alias.untyped_storage()))
+                result.append(alias)
+        return type(self.static_outputs)(result) if isinstance(self.static_outputs, tuple) \
+            else result
