@@ -498,7 +498,10 @@ TEST(Allocator, LargerThanMaxStorageBufferRange) {
   REQUIRE_DEVICE();
   Device& d = dev();
   const uint64_t bytes = 200 * kMiB;
-  ASSERT_GT(bytes, d.caps().max_storage_buffer_range) << "test assumes a 128 MiB range limit";
+  // Lavapipe's range is 128 MiB; GPUs with a 4 GiB range cannot exceed it with one allocation.
+  if (bytes <= d.caps().max_storage_buffer_range)
+    GTEST_SKIP() << "maxStorageBufferRange is " << d.caps().max_storage_buffer_range
+                 << " bytes: a 200 MiB block does not exceed it on this device";
   Allocator& a = d.allocator();
   Stream& s = d.stream(0);
   const uint64_t p = a.allocate(bytes);
