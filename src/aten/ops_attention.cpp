@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "aten/vk_common.h"
 #include "kernels/attention.h"
@@ -179,7 +180,12 @@ fused_attention_forward(const at::Tensor& query, const at::Tensor& key, const at
     p.mask = operand(mask, op);
     for (int d = 0; d < 4; ++d) p.mask_strides[d] = mask.size(d) == 1 ? 0 : mask.stride(d);
   }
-  if (B * H * L > 0) {
+  if (B * H * L > 0 && key.size(-2) == 0) {
+    // No keys at all: every row has no allowed key (out = 0, lse = -inf, as the kernels give
+    // for fully masked rows). Empty keys have no address to hand to the kernel.
+    out.zero_();
+    lse.fill_(-std::numeric_limits<double>::infinity());
+  } else if (B * H * L > 0) {
     p.q = operand(q4, op);
     p.k = operand(k4, op);
     p.v = operand(v4, op);

@@ -272,3 +272,14 @@ def test_explicit_attention_formulation():
     expected = attention(q, k, v, causal)
     actual = attention(q.to(VK), k.to(VK), v.to(VK), causal.to(VK))
     assert_close(actual.cpu(), expected, **FWD_TOL[torch.float32])
+
+
+def test_fused_op_with_no_keys_gives_zeros_and_minus_inf_lse():
+    # PyTorch's SDPA sends empty keys to its math path on 2.13, but the fused op itself (what
+    # torch 2.11 and compiled graphs call) must handle them too.
+    q = torch.randn(1, 2, 5, 16, device=VK)
+    k = torch.randn(1, 2, 0, 16, device=VK)
+    v = torch.randn(1, 2, 0, 16, device=VK)
+    out, lse = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q, k, v)[:2]
+    assert torch.equal(out.cpu(), torch.zeros(1, 2, 5, 16))
+    assert torch.equal(lse.cpu(), torch.full((1, 2, 5), float("-inf")))

@@ -414,3 +414,20 @@ def test_graphs_with_random_ops_are_not_replayed(strict_native):
     masks = [compiled(x) == 1.0 for _ in range(4)]  # dropped elements are 0 * 2 / 0.5 + 1 = 1
     # Every call draws a new mask, as eager dropout does.
     assert all(not torch.equal(masks[0], m) for m in masks[1:])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_autocast_inside_compiled_model_matches_eager(dtype, strict_native):
+    torch.manual_seed(0)
+    block = NanoGPTBlock().to(VK)
+    x = torch.randn(2, 16, 32, device=VK)
+    compiled = torch.compile(block)
+    with torch.autocast("vk", dtype=dtype):
+        expected = block(x)
+        out = compiled(x)
+    assert out.dtype == expected.dtype
+    tol = 2e-3 if dtype == torch.float16 else 2e-2
+    assert_close(out.float(), expected.float(), atol=tol, rtol=tol)
+    with torch.autocast("vk", dtype=dtype):
+        compiled(x).float().square().mean().backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in block.parameters())
