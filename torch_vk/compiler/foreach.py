@@ -14,6 +14,8 @@ from typing import Any
 import torch
 import torch.fx
 
+from torch_vk.compiler.fusion import _host_scalar
+
 aten = torch.ops.aten
 
 _UNARY = ("sqrt", "neg", "reciprocal", "exp", "abs", "sign", "sigmoid", "tanh", "log", "rsqrt",
@@ -47,11 +49,6 @@ def _on_vk(value: Any) -> bool:
     return isinstance(val, torch.Tensor) and val.device.type == "vk"
 
 
-def _host_scalar(value: Any) -> bool:
-    val = value.meta.get("val") if isinstance(value, torch.fx.Node) else None
-    return isinstance(val, torch.Tensor) and val.device.type == "cpu" and val.dim() == 0
-
-
 def split_foreach(gm: torch.fx.GraphModule) -> int:
     """Rewrites `gm` in place; returns the number of foreach nodes split."""
     graph = gm.graph
@@ -69,7 +66,8 @@ def split_foreach(gm: torch.fx.GraphModule) -> int:
         # The first list must live on vk; the others may hold host scalars (0-dim CPU
         # tensors, e.g. bias corrections), which fused kernels take by value.
         if not tensor_lists or not all(_on_vk(t) for t in tensor_lists[0]) or \
-                not all(_on_vk(t) or _host_scalar(t) for lst in tensor_lists for t in lst):
+                not all(_on_vk(t) or _host_scalar(t.meta.get("val")) for lst in tensor_lists
+                        for t in lst):
             continue
         target = _target(name, overload, tensor_lists[0])
         if target is None:

@@ -117,6 +117,11 @@ class Program:
     # in integer kinds and float32 arguments in the float32 kind, not as addresses.
     input_is_scalar: list[bool] = field(default_factory=list)
 
+    @property
+    def scalars_as_floats(self) -> bool:
+        """Host scalars travel as float32 arguments (float kinds) or int64 ones."""
+        return self.kind in (KIND_FLOAT32, KIND_FLOAT64)
+
     def scalar_inputs(self) -> list[int]:
         return [j for j, s in enumerate(self.input_is_scalar) if s]
 
@@ -156,7 +161,7 @@ def generate(program: Program, sizes: Sequence[int], strides: Sequence[Sequence[
     tensor_inputs = program.tensor_inputs()
     scalar_inputs = program.scalar_inputs()
     n_args = n_out + len(tensor_inputs)
-    float_args = program.kind in (KIND_FLOAT32, KIND_FLOAT64)
+    float_args = program.scalars_as_floats
     n_ints = 0 if float_args else len(scalar_inputs)
     n_floats = len(scalar_inputs) if float_args else 0
     members = [f"uint64_t addr[{n_args}];"]

@@ -93,7 +93,7 @@ class FusedKernel:
                      enumerate(zip(self.out_into, variant.out_strides, self.program.outputs)))
         if variant.groups:
             values = [inputs[j].item() for j in self.scalar_inputs]
-            float_args = self.program.kind in (glsl.KIND_FLOAT32, glsl.KIND_FLOAT64)
+            float_args = self.program.scalars_as_floats
             _native()._launch_kernel(variant.kernel_id, list(outs) + tensors,
                                      [] if float_args else [int(v) for v in values],
                                      [float(v) for v in values] if float_args else [],
@@ -145,7 +145,7 @@ class FusedKernel:
                             in_place=in_place)
         native = _native()
         n_scalars = len(self.scalar_inputs)
-        float_args = self.program.kind in (glsl.KIND_FLOAT32, glsl.KIND_FLOAT64)
+        float_args = self.program.scalars_as_floats
         indirect = native._generated_args_indirect(len(strides), 0 if float_args else n_scalars,
                                                    n_scalars if float_args else 0)
         source = glsl.generate(self.program, shape, strides, indirect, self.name)

@@ -108,6 +108,9 @@ class ReplayRunner:
         self.static_inputs: list[torch.Tensor | None] = []   # own buffer per copied input
         self.input_meta: list[tuple] = []
         self.static_outputs: Sequence[Any] = ()
+        # Per output, fixed at capture: ("pass", value) handed out as is, ("input", i) the
+        # caller's argument i (an input returned unchanged), ("alias", tensor) a pool tensor.
+        self.output_plan: list[tuple[str, Any]] = []
         self.handed_out: list[StorageWeakRef] = []
 
     def __call__(self, *args: Any) -> Any:
@@ -159,7 +162,13 @@ class ReplayRunner:
         self.static_inputs = own
         self.input_meta = [(t.data_ptr(), t.shape, t.stride()) for t in inputs]
         self.static_outputs = outs
-        return self._hand_out(inputs, args)
+        input_index = {id(t): i for i, t in enumerate(inputs)}
+        self.output_plan = [
+            ("pass", out) if not isinstance(out, torch.Tensor) or out.device.type != "vk"
+            else ("input", input_index[id(out)]) if id(out) in input_index
+            else ("alias", out)
+            for out in outs]  # "pass": e.g. an attention op's (unused) CPU RNG state
+        return self._hand_out(args)
 
     def _replay(self, args: Sequence[torch.Tensor]) -> Any:
         if torch.vk.current_stream() != self.stream:
@@ -172,37 +181,35 @@ class ReplayRunner:
                     return self._recapture(args)
             elif arg.data_ptr() != ptr:
                 buf.copy_(arg)
+        self._detach_handed_out()
+        self.graph.replay()
+        _STATS["replays"] += 1
+        return self._hand_out(args)
+
+    def _detach_handed_out(self) -> None:
+        """Outputs of the previous call that are still alive get their own memory."""
         native = _native()
         for ref in self.handed_out:
             if not ref.expired():
                 native._detach_storage(ref.cdata)
         self.handed_out = []
-        self.graph.replay()
-        _STATS["replays"] += 1
-        inputs = [arg if buf is None else buf for arg, buf in zip(args, self.static_inputs)]
-        return self._hand_out(inputs, args)
 
     def _recapture(self, args: Sequence[torch.Tensor]) -> Any:
-        # Hand the previous outputs their own memory: the old graph's pool goes away.
-        native = _native()
-        for ref in self.handed_out:
-            if not ref.expired():
-                native._detach_storage(ref.cdata)
+        self._detach_handed_out()  # the old graph's pool goes away
         self._reset()
         self.warm_ptrs = [a.data_ptr() for a in args]
         return self.fn(*args)
 
-    def _hand_out(self, inputs: Sequence[torch.Tensor], args: Sequence[torch.Tensor]) -> Any:
+    def _hand_out(self, args: Sequence[torch.Tensor]) -> Any:
         native = _native()
-        by_identity = {id(t): a for t, a in zip(inputs, args)}
         result = []
-        for out in self.static_outputs:
-            if not isinstance(out, torch.Tensor) or out.device.type != "vk":
-                result.append(out)  # e.g. an attention op's (unused) CPU RNG state
-            elif id(out) in by_identity:  # an input returned as is
-                result.append(by_identity[id(out)])
+        for kind, value in self.output_plan:
+            if kind == "pass":
+                result.append(value)
+            elif kind == "input":
+                result.append(args[value])
             else:
-                alias = native._alias_output(out)
+                alias = native._alias_output(value)
                 self.handed_out.append(StorageWeakRef(alias.untyped_storage()))
                 result.append(alias)
         return type(self.static_outputs)(result) if isinstance(self.static_outputs, tuple) \
