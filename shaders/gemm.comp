@@ -40,6 +40,10 @@
 //                     4 float32 pairs along n as one 64-bit load
 //     12 UNIT         bit set: that stride is 1 (folds the multiply): 1 a_cs, 2 a_rs, 4 b_rs,
 //                     8 b_cs, 16 c_cs, 32 c_rs (direct only; the tiled launcher passes 0)
+//   GEMM_EPILOGUE  1 (only in sources built at run time, src/kernels/gemm.cpp): C is not stored;
+//               every output element goes to `gemm_epilogue`, a function the run-time source
+//               appends (torch.compile's GEMM + element-wise fusion). Its argument block address
+//               travels in the two padding words after alpha and beta (float32 kind only).
 //   Loops over TM / TN / BK carry [[unroll]]: the driver unrolls them once the specialization
 //   constants are known, so the register block stays in registers (on lavapipe this alone
 //   was worth ~2x).
@@ -57,6 +61,13 @@
 #define TVK_FLOAT64 1
 #endif
 #include "common.glsl"
+#ifndef GEMM_EPILOGUE
+#define GEMM_EPILOGUE 0
+#endif
+#if GEMM_EPILOGUE
+#include "math.glsl"
+#include "ops.glsl"
+#endif
 
 #ifndef GEMM_TILED
 #define GEMM_TILED 0
@@ -94,9 +105,9 @@ layout(push_constant) uniform Push {
   int64_t bias_bs;      //  56
 #if KIND == KIND_FLOAT32
   float alpha;          //  64
-  float alpha_pad;
+  uint alpha_pad;       //     epilogue: low word of the argument block address
   float beta;           //  72
-  float beta_pad;
+  uint beta_pad;        //     epilogue: high word
 #elif KIND == KIND_INT32
   int alpha;
   int alpha_pad;
@@ -149,6 +160,12 @@ T g_acc[TM * TN];
 int row_of(int tm, int i);
 int col_of(int tn, int j);
 
+#if GEMM_EPILOGUE
+// Element (m, n) of batch bt of C = alpha * A @ B + beta * bias, in the compute kind (not yet
+// rounded to C's dtype). Defined by the run-time source; `args` is its argument block.
+void gemm_epilogue(uint64_t args, int bt, int m, int n, T v);
+#endif
+
 // C = alpha * acc (+ beta * bias) for the block of invocation (tm, tn) of the workgroup tile
 // at (row0, col0).
 void store_block(int bt, int row0, int col0, int tm, int tn) {
@@ -168,7 +185,11 @@ void store_block(int bt, int row0, int col0, int tm, int tn) {
                                    log2_size(DT_BIAS)), DT_BIAS, 0);
         v += pc.beta * r;
       }
+#if GEMM_EPILOGUE
+      gemm_epilogue(packUint2x32(uvec2(pc.alpha_pad, pc.beta_pad)), bt, m, n, v);
+#else
       STORE_T(tvk_elem_addr(c_base, m * c_rs() + n * c_cs(), lc), DT_C, 0, v);
+#endif
     }
   }
 }

@@ -365,7 +365,9 @@ def main(argv: list[str]) -> int:
             if p.name not in keep and p.name.rsplit(".", 2)[0] in known:
                 p.unlink(missing_ok=True)
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        write_cpp(args.output, [(v.name, results[v.name]) for v in variants], ops, headers)
+        # gemm.comp is embedded too: run-time sources append a GEMM epilogue to it.
+        embedded = {**headers, "gemm.comp": (shaders / "gemm.comp").read_text()}
+        write_cpp(args.output, [(v.name, results[v.name]) for v in variants], ops, embedded)
         print(f"build_shaders.py: {len(variants)} shader variants ({compiled} compiled, "
               f"{len(variants) - compiled} up to date) in {time.monotonic() - start:.1f} s -> {args.output}")
         return 0

@@ -34,11 +34,15 @@
 #include "kernels/gemm.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "kernels/generated.h"
 #include "kernels/kernels.h"
 #include "kernels/launch.h"
 #include "runtime/allocator.h"
@@ -225,13 +229,21 @@ Config choose_config(Stream& stream, const Gemm& p) {
   return c;
 }
 
-// One dispatch of `p` (already validated and normalized) with configuration `cfg`.
-void record(Stream& stream, const Gemm& p, const Config& cfg) {
-  const std::string name = std::string("gemm.") +
-                           (cfg.lanes ? "lanes." : cfg.tiled ? "tiled." : "direct.") +
-                           kind_name(p.kind);
-  const ShaderBinary* shader = find_shader(name);
-  if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
+const char* algo_name(const Config& cfg) {
+  return cfg.lanes ? "lanes" : cfg.tiled ? "tiled" : "direct";
+}
+
+// One dispatch of `p` (already validated and normalized) with configuration `cfg`; with an
+// epilogue, `epilogue_shader` is the run-time built variant and `epilogue_args` the address
+// of its argument block.
+void record(Stream& stream, const Gemm& p, const Config& cfg,
+            const ShaderBinary* epilogue_shader = nullptr, uint64_t epilogue_args = 0) {
+  const ShaderBinary* shader = epilogue_shader;
+  if (!shader) {
+    const std::string name = std::string("gemm.") + algo_name(cfg) + "." + kind_name(p.kind);
+    shader = find_shader(name);
+    if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
+  }
   const bool has_bias = p.bias.address != 0;
 
   GemmPush push{};
@@ -245,6 +257,10 @@ void record(Stream& stream, const Gemm& p, const Config& cfg) {
   push.bias_bs = has_bias ? p.bias.batch_stride : 0;
   push.alpha_bits = scalar_bits(p.kind, p.alpha);
   push.beta_bits = scalar_bits(p.kind, p.beta);
+  if (epilogue_shader) {  // the padding words after the float32 alpha and beta
+    push.alpha_bits |= (epilogue_args & 0xffffffffull) << 32;
+    push.beta_bits |= epilogue_args & 0xffffffff00000000ull;
+  }
   push.m = static_cast<int32_t>(p.m);
   push.n = static_cast<int32_t>(p.n);
   push.k = static_cast<int32_t>(p.k);
@@ -431,8 +447,12 @@ ComputeKind gemm_kind_for(DType dtype) {
   }
 }
 
-void gemm(Stream& stream, const Gemm& problem) {
-  Gemm p = problem;
+namespace {
+
+// Validates `p` and normalizes what is read (no bias when beta == 0, no product when k == 0
+// or alpha == 0). Returns false when there is nothing to record. With an epilogue C is not
+// written and not checked.
+bool validate_and_normalize(Stream& stream, Gemm& p, bool epilogue) {
   const int kind = static_cast<int>(p.kind);
   if (kind < 0 || kind > 3) invalid(kWhere, "invalid compute kind " + std::to_string(kind));
   if (p.kind == ComputeKind::Float64 && !stream.device().caps().float64)
@@ -440,21 +460,26 @@ void gemm(Stream& stream, const Gemm& problem) {
   if (p.batch < 0 || p.m < 0 || p.n < 0 || p.k < 0) invalid(kWhere, "negative size");
   if (p.batch > kMaxIndex || p.m > kMaxDim || p.n > kMaxDim || p.k > kMaxDim)
     invalid(kWhere, "sizes exceed the kernel's 32-bit index range");
-  if (p.batch == 0 || p.m == 0 || p.n == 0) return;
+  if (p.batch == 0 || p.m == 0 || p.n == 0) return false;
 
-  // What is read: no bias when beta == 0; no product when k == 0 or alpha == 0.
   if (p.bias.address != 0 && is_zero(p.kind, p.beta)) p.bias = GemmMatrix{};
   if (p.k == 0 || is_zero(p.kind, p.alpha)) {
     p.k = 0;
     p.alpha = GemmScalar{0.0, 0};
   }
-  check_matrix(p.c, p.m, p.n, "C");
+  if (epilogue) {
+    check_dtype(kWhere, p.c.dtype, "C");
+    p.c = GemmMatrix{0, p.c.dtype, 0, 0, 0};
+  } else {
+    check_matrix(p.c, p.m, p.n, "C");
+  }
   if (p.k > 0) {
     check_matrix(p.a, p.m, p.k, "A");
     check_matrix(p.b, p.k, p.n, "B");
   } else {
     // Never loaded: any valid address keeps the push constants well-defined.
-    p.a = GemmMatrix{p.c.address, p.c.dtype, 0, 0, 0};
+    const GemmMatrix& any = epilogue ? (p.bias.address ? p.bias : p.a) : p.c;
+    p.a = GemmMatrix{any.address, any.dtype, 0, 0, 0};
     p.b = p.a;
   }
   if (p.bias.address != 0) check_matrix(p.bias, p.m, p.n, "bias");
@@ -463,6 +488,80 @@ void gemm(Stream& stream, const Gemm& problem) {
     if (x->dtype == DType::Float64 && p.kind != ComputeKind::Float64)
       invalid(kWhere, "float64 operands need the float64 compute kind");
   }
+  return true;
+}
+
+// Registered epilogues; each GEMM algorithm's variant is built on first use. Entries are
+// never removed, so the kernels they point to stay valid.
+struct EpilogueEntry {
+  std::string glsl, name;
+  std::array<const GeneratedKernel*, 3> variants{};  // tiled, direct, lanes
+};
+struct EpilogueRegistry {
+  std::mutex mutex;
+  std::vector<std::unique_ptr<EpilogueEntry>> entries;
+};
+EpilogueRegistry& epilogues() {
+  static EpilogueRegistry r;
+  return r;
+}
+
+// The source of gemm.comp with `defines` after its #version line and the epilogue appended.
+std::string epilogue_source(const std::string& defines, const std::string& epilogue) {
+  const std::string_view gemm = shader_source("gemm.comp");
+  if (gemm.empty()) invalid(kWhere, "gemm.comp is not embedded in this build");
+  const size_t eol = gemm.find('\n');
+  std::string source(gemm.substr(0, eol + 1));
+  source += defines;
+  source += gemm.substr(eol + 1);
+  source += "\n// ---------------------------------------------------------------- epilogue\n";
+  source += epilogue;
+  source += "\n";
+  return source;
+}
+
+const ShaderBinary& epilogue_variant(const Config& cfg, ComputeKind kind, int64_t id) {
+  EpilogueEntry* entry = nullptr;
+  {
+    EpilogueRegistry& r = epilogues();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (id < 0 || id >= static_cast<int64_t>(r.entries.size()))
+      invalid(kWhere, "no GEMM epilogue with id " + std::to_string(id));
+    entry = r.entries[static_cast<size_t>(id)].get();
+  }
+  const int slot = cfg.lanes ? 2 : cfg.tiled ? 0 : 1;
+  const GeneratedKernel* kernel = entry->variants[static_cast<size_t>(slot)];
+  if (!kernel) {
+    std::string defines = "#define GEMM_EPILOGUE 1\n#define KIND " +
+                          std::to_string(static_cast<int>(kind)) + "\n";
+    defines += cfg.lanes ? "#define GEMM_LANES 1\n" : cfg.tiled ? "#define GEMM_TILED 1\n"
+                                                                : "#define GEMM_TILED 0\n";
+    kernel = &compile_generated(epilogue_source(defines, entry->glsl),
+                                entry->name + "." + algo_name(cfg));
+    EpilogueRegistry& r = epilogues();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    entry->variants[static_cast<size_t>(slot)] = kernel;
+  }
+  return kernel->binary;
+}
+
+}  // namespace
+
+int64_t register_gemm_epilogue(const std::string& glsl, const std::string& name) {
+  EpilogueRegistry& r = epilogues();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (size_t i = 0; i < r.entries.size(); ++i)
+    if (r.entries[i]->glsl == glsl && r.entries[i]->name == name) return static_cast<int64_t>(i);
+  auto entry = std::make_unique<EpilogueEntry>();
+  entry->glsl = glsl;
+  entry->name = name;
+  r.entries.push_back(std::move(entry));
+  return static_cast<int64_t>(r.entries.size() - 1);
+}
+
+void gemm(Stream& stream, const Gemm& problem) {
+  Gemm p = problem;
+  if (!validate_and_normalize(stream, p, false)) return;
 
   // Transpose the problem (C^T = B^T A^T) when that makes C row-major (coalesced stores) or
   // turns a row vector result into a column (the skinny n == 1 configuration).
@@ -479,6 +578,20 @@ void gemm(Stream& stream, const Gemm& problem) {
   const Config cfg = choose_config(stream, p);
   if (p.k > 0 && try_split_k(stream, p, cfg)) return;
   record(stream, p, cfg);
+}
+
+void gemm(Stream& stream, const Gemm& problem, const GemmEpilogueCall& epilogue) {
+  Gemm p = problem;
+  if (p.kind != ComputeKind::Float32)
+    invalid(kWhere, "GEMM epilogues need the float32 compute kind");
+  if (epilogue.args_bytes > 0 && !epilogue.args)
+    invalid(kWhere, "null epilogue argument block with a positive size");
+  if (!validate_and_normalize(stream, p, true)) return;
+  const Config cfg = choose_config(stream, p);
+  const ShaderBinary& shader = epilogue_variant(cfg, p.kind, epilogue.id);
+  const uint64_t args =
+      epilogue.args_bytes > 0 ? stream.upload_params(epilogue.args, epilogue.args_bytes) : 0;
+  record(stream, p, cfg, &shader, args);
 }
 
 }  // namespace tvk::kernels

@@ -7,7 +7,9 @@
 // operand is the same view with its row and column strides swapped (GemmMatrix::transposed).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 
 #include "kernels/kernels.h"
@@ -70,6 +72,31 @@ struct Gemm {
 // kind, float64 operands without the Float64 kind, and the Float64 kind on a device without
 // shaderFloat64 ("float64 is not supported on this device (no shaderFloat64)").
 void gemm(Stream& stream, const Gemm& problem);
+
+// A GEMM epilogue (torch.compile fuses the element-wise ops that consume a product into it):
+// GLSL appended to gemm.comp built with GEMM_EPILOGUE, defining
+//     void gemm_epilogue(uint64_t args, int bt, int m, int n, T v)
+// which receives every output element v = alpha * (A @ B)[m][n] + beta * bias[m][n] of batch bt
+// in the compute kind (not rounded to C's dtype) instead of the store of C, and stores
+// whatever it computes from it. `args` is the device address of the argument block given to
+// gemm() (16-byte aligned, valid while the dispatch runs). The source may use common.glsl,
+// math.glsl and ops.glsl (included) and must not redefine gemm.comp's names.
+// register_gemm_epilogue() returns an id (memoized by text and name); the GEMM variants the
+// launcher picks are compiled with the run-time compiler (generated.h) on first use.
+// Throws std::runtime_error without a run-time compiler, std::invalid_argument for a compile
+// error (at the first gemm() call that needs the variant).
+int64_t register_gemm_epilogue(const std::string& glsl, const std::string& name);
+
+struct GemmEpilogueCall {
+  int64_t id = -1;            // from register_gemm_epilogue
+  const void* args = nullptr; // the argument block (copied to the stream's parameter memory)
+  size_t args_bytes = 0;
+};
+
+// gemm() with an epilogue: C is not written (problem.c gives only its dtype; its address may
+// be 0). Float32 compute kind only; the problem is not transposed and k is not split, so
+// (m, n) are always those of the problem as given. One dispatch.
+void gemm(Stream& stream, const Gemm& problem, const GemmEpilogueCall& epilogue);
 
 // Knobs for tests and benchmarks (process-wide; change them only while nothing is launched).
 struct GemmTuning {

@@ -79,8 +79,9 @@ const std::vector<ElementwiseOpInfo>& elementwise_ops();
 // The op table's GLSL expression of `op` (an entry of elementwise_ops()) for `kind`, or
 // nullptr when the op is not built for that kind. For run-time generated (fused) kernels.
 const char* elementwise_expression(const ElementwiseOpInfo& op, ComputeKind kind);
-// Text of a shader header embedded at build time ("common.glsl", "math.glsl", "ops.glsl"),
-// empty when unknown. For run-time generated kernels, which #include them.
+// Text of a shader header embedded at build time ("common.glsl", "math.glsl", "ops.glsl"), or
+// of "gemm.comp"; empty when unknown. For run-time generated kernels, which #include the
+// headers (and GEMM epilogues, which extend gemm.comp).
 std::string_view shader_source(std::string_view file_name);
 
 // Records out = op(inputs...) over `numel` elements. operands[0] is the output,

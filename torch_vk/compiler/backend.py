@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx
 
-_STATS = {"graphs": 0, "fused_kernels": 0}
+_STATS = {"graphs": 0, "fused_kernels": 0, "gemm_epilogues": 0}
 
 
 @functools.lru_cache(maxsize=1)
@@ -36,11 +36,12 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Ca
     sys.setrecursionlimit(max(limit, 10 * len(gm.graph.nodes) + 1000))
     try:
         split_foreach(gm)
-        fused_gm, kernels = fuse_pointwise(gm, op_table())
+        fused_gm, kernels, epilogues = fuse_pointwise(gm, op_table())
     finally:
         sys.setrecursionlimit(limit)
     _STATS["graphs"] += 1
     _STATS["fused_kernels"] += kernels
+    _STATS["gemm_epilogues"] += epilogues
     from torch_vk.compiler.replay import ReplayRunner, not_replayable_reason
 
     reason = not_replayable_reason(fused_gm)
@@ -85,7 +86,8 @@ def vk_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs
 
 
 def stats() -> dict[str, int]:
-    """Graphs compiled, fused kernels created, and graph captures / replays / capture
+    """Graphs compiled, fused kernels created (gemm_epilogues: those computed in a matrix
+    product's store), and graph captures / replays / capture
     failures (torch_vk.compiler.replay) in this process."""
     from torch_vk.compiler import replay
 

@@ -7,6 +7,12 @@ through a node outside it); several input groups are merged. Values used outside
 are the kernel's outputs; everything else stays in registers.
 
 Single-node groups stay plain ATen calls: the eager kernel is the same one dispatch.
+
+A group that reads the result of a matrix product (mm / addmm, possibly through a row-major
+reshape) element by element, in the product's own index space, becomes that product's GEMM
+epilogue (kernel.GemmEpilogueKernel): one dispatch computes the product and the group, and the
+product only reaches memory when something else reads it. This holds for single-node groups
+too (a residual add after a projection).
 """
 from __future__ import annotations
 
@@ -18,7 +24,7 @@ import torch
 import torch.fx
 
 from torch_vk.compiler import glsl
-from torch_vk.compiler.kernel import FusedKernel
+from torch_vk.compiler.kernel import FusedKernel, GemmEpilogueKernel
 from torch_vk.compiler.pointwise import PointwiseCall, lower
 
 
@@ -206,8 +212,109 @@ class _Partition:
         return out
 
 
+@dataclass
+class Epilogue:
+    """A group fused into the store of a matrix product."""
+    product: torch.fx.Node            # the mm / addmm node
+    value: torch.fx.Node              # the group's input: `product` or a reshape of it
+    store_product: bool               # something outside the group reads the product
+
+
+_RESHAPES = {torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default,
+             torch.ops.aten.reshape.default}
+_PRODUCTS = {torch.ops.aten.mm.default, torch.ops.aten.addmm.default}
+_EPILOGUE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def _static_shape(val: torch.Tensor) -> bool:
+    return all(isinstance(s, int) for s in tuple(val.shape) + tuple(val.stride()))
+
+
+def _product_of(value: torch.fx.Node) -> torch.fx.Node | None:
+    """The mm / addmm whose result `value` is (directly or through a reshape that keeps the
+    row-major order), when it qualifies for an epilogue."""
+    product = value
+    if value.op == "call_function" and value.target in _RESHAPES:
+        product = value.args[0]
+    if not isinstance(product, torch.fx.Node) or product.op != "call_function" \
+            or product.target not in _PRODUCTS:
+        return None
+    val, seen = _tensor_meta(product), _tensor_meta(value)
+    if val is None or seen is None or val.dim() != 2 or not _static_shape(val) \
+            or not _static_shape(seen) or val.device.type != "vk" \
+            or val.dtype not in _EPILOGUE_DTYPES or not val.is_contiguous() \
+            or not seen.is_contiguous() or seen.numel() != val.numel():
+        return None
+    if product.target is torch.ops.aten.addmm.default:
+        bias, mat1, mat2 = product.args[:3]
+        extra = dict(zip(("beta", "alpha"), product.args[3:]), **product.kwargs)
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in extra.values()):
+            return None
+        bias_val = _tensor_meta(bias)
+        if bias_val is None or bias_val.dtype != val.dtype or bias_val.device.type != "vk" \
+                or bias_val.dim() > 2:
+            return None
+    else:
+        mat1, mat2 = product.args[:2]
+    for mat in (mat1, mat2):
+        mat_val = _tensor_meta(mat)
+        if mat_val is None or mat_val.dtype != val.dtype or mat_val.dim() != 2:
+            return None
+    return product
+
+
+def _depends_on(node: torch.fx.Node, target: torch.fx.Node, order: dict) -> bool:
+    """Whether `node` reads `target`'s value, directly or through other nodes."""
+    stack, seen = [node], set()
+    while stack:
+        current = stack.pop()
+        if current is target:
+            return True
+        if current in seen or order[current] < order[target]:
+            continue
+        seen.add(current)
+        stack.extend(current.all_input_nodes)
+    return False
+
+
+def _find_epilogues(groups: list[Group], partition: "_Partition", graph: torch.fx.Graph,
+                    writes_into: dict) -> dict[int, Epilogue]:
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    claimed: set[torch.fx.Node] = set()
+    found: dict[int, Epilogue] = {}
+    for group in groups:
+        if group.kind != glsl.KIND_FLOAT32 or not all(isinstance(s, int) for s in group.shape):
+            continue
+        members = set(group.nodes)
+        if any(src in members for src, _ in writes_into.values()):
+            continue  # a store into a graph input could race with the product's reads
+        outside = []
+        for node in group.nodes:
+            for inp in node.all_input_nodes:
+                if inp not in members and inp not in outside:
+                    outside.append(inp)
+        for value in outside:
+            product = _product_of(value)
+            if product is None or product in claimed:
+                continue
+            if tuple(value.meta["val"].shape) != tuple(group.shape):
+                continue  # read broadcast, not element by element
+            if partition.find(group.gid) in partition._reach_of(product):
+                continue  # the product reads the group's values
+            if any(_depends_on(other, product, order) for other in outside if other is not value):
+                continue  # another input of the group is computed from the product
+            # The product reaches memory when anything outside the group reads it.
+            store = any(u is not value and u not in members for u in product.users) or \
+                any(u not in members for u in value.users)
+            found[group.gid] = Epilogue(product, value, store)
+            claimed.add(product)
+            break
+    return found
+
+
 def _build_kernel(group: Group, calls: dict, op_table: dict, index: int,
-                  writes_into: dict[torch.fx.Node, torch.fx.Node]):
+                  writes_into: dict[torch.fx.Node, torch.fx.Node],
+                  epilogue: Epilogue | None = None):
     members = set(group.nodes)
     inputs: list[torch.fx.Node] = []
     input_index: dict[torch.fx.Node, int] = {}
@@ -259,6 +366,16 @@ def _build_kernel(group: Group, calls: dict, op_table: dict, index: int,
             all(isinstance(s, int) for s in val.stride())
         out_meta.append((tuple(val.shape), tuple(val.stride())) if static else (None, None))
     name = f"fused_{index}_" + "_".join(dict.fromkeys(calls[n].op for n in group.nodes))[:80]
+    if epilogue is not None:
+        product = epilogue.product
+        is_addmm = product.target is torch.ops.aten.addmm.default
+        extra = dict(zip(("beta", "alpha"), product.args[3:]), **product.kwargs) if is_addmm else {}
+        kernel = GemmEpilogueKernel(
+            "gemm_" + name, program, input_index[epilogue.value], tuple(group.shape), out_meta,
+            float(extra.get("beta", 1)) if is_addmm else 0.0, float(extra.get("alpha", 1)),
+            product.meta["val"].dtype, epilogue.store_product,
+            _epilogue_eager_runner(epilogue, group.nodes, inputs, outputs))
+        return kernel, inputs, outputs
     fallback = _eager_runner(group.nodes, inputs, outputs)
     kernel = FusedKernel(name, program, out_meta, fallback, out_into)
     return kernel, inputs, outputs
@@ -276,6 +393,24 @@ def _eager_runner(nodes, inputs, outputs):
         for node in nodes:
             env[node] = node.target(*load(node.args), **load(node.kwargs))
         return tuple(env[n] for n in outputs)
+
+    return run
+
+
+def _epilogue_eager_runner(epilogue: Epilogue, nodes, inputs, outputs):
+    """GemmEpilogueKernel's fallback: the product and the group's ATen calls one by one."""
+    group = _eager_runner(nodes, inputs, outputs)
+    product, value = epilogue.product, epilogue.value
+    slot = inputs.index(value)
+
+    def run(mat1, mat2, bias, *tensors):
+        if product.target is torch.ops.aten.addmm.default:
+            result = product.target(bias, mat1, mat2, *product.args[3:], **product.kwargs)
+        else:
+            result = product.target(mat1, mat2)
+        seen = result if value is product else value.target(result, *value.args[1:])
+        outs = group(*tensors[:slot], seen, *tensors[slot + 1:])
+        return outs + ((result,) if epilogue.store_product else ())
 
     return run
 
@@ -315,19 +450,32 @@ def _writes_into_inputs(graph: torch.fx.Graph, group_of: dict) -> dict:
     return found
 
 
-def fuse_pointwise(gm: torch.fx.GraphModule, op_table: dict) -> tuple[torch.fx.GraphModule, int]:
+def fuse_pointwise(gm: torch.fx.GraphModule,
+                   op_table: dict) -> tuple[torch.fx.GraphModule, int, int]:
     """Returns a new GraphModule in which every group of two or more pointwise nodes is one
-    FusedKernel call, and the number of such kernels."""
+    FusedKernel call and every group that reads a matrix product element by element is that
+    product's GemmEpilogueKernel, the number of such kernels, and how many are epilogues."""
     partition = _Partition(gm.graph, op_table)
-    groups = [g for g in partition.result() if len(g.nodes) >= 2]
-    if not groups:
-        return gm, 0
-    group_of = {n: g for g in groups for n in g.nodes}
+    every_group = partition.result()
+    group_of = {n: g for g in every_group for n in g.nodes if len(g.nodes) >= 2}
     absorbed = _writes_into_inputs(gm.graph, group_of)
+    epilogues = _find_epilogues(every_group, partition, gm.graph, absorbed)
+    groups = [g for g in every_group if len(g.nodes) >= 2 or g.gid in epilogues]
+    if not groups:
+        return gm, 0, 0
+    group_of = {n: g for g in groups for n in g.nodes}
     kernels = {}
     for i, g in enumerate(groups):
         writes_into = {src: dst for copy, (src, dst) in absorbed.items() if group_of[src] is g}
-        kernels[g.gid] = _build_kernel(g, partition.calls, op_table, i, writes_into)
+        kernels[g.gid] = _build_kernel(g, partition.calls, op_table, i, writes_into,
+                                       epilogues.get(g.gid))
+    # Products computed inside an epilogue; reshapes of them that only the group read.
+    product_group = {e.product: g for g in groups if (e := epilogues.get(g.gid))}
+    dropped = set()
+    for g in groups:
+        e = epilogues.get(g.gid)
+        if e is not None and e.value is not e.product and all(u in g.nodes for u in e.value.users):
+            dropped.add(e.value)
 
     new_graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
@@ -340,16 +488,36 @@ def fuse_pointwise(gm: torch.fx.GraphModule, op_table: dict) -> tuple[torch.fx.G
         if key in done:
             return
         if isinstance(item, Group):
-            _, inputs, outputs = kernels[item.gid]
-            for inp in inputs:
-                emit(group_of.get(inp, inp))
-            kernel = kernels[item.gid][0]
-            call = new_graph.call_function(kernel, tuple(env[i] for i in inputs))
-            call.meta["val"] = tuple(o.meta["val"] for o in outputs)
-            for k, out in enumerate(outputs):
+            kernel, inputs, outputs = kernels[item.gid]
+            epilogue = epilogues.get(item.gid)
+            if epilogue is None:
+                for inp in inputs:
+                    emit(group_of.get(inp, inp))
+                args = tuple(env[i] for i in inputs)
+            else:
+                product = epilogue.product
+                operands = list(product.args[:3]) if product.target is torch.ops.aten.addmm.default \
+                    else [None, *product.args[:2]]
+                for inp in [o for o in operands if o is not None] + \
+                        [i for i in inputs if i is not epilogue.value]:
+                    emit(group_of.get(inp, inp))
+                bias, mat1, mat2 = (None if o is None else env[o] for o in operands)
+                args = (mat1, mat2, bias) + tuple(
+                    None if i is epilogue.value else env[i] for i in inputs)
+            call = new_graph.call_function(kernel, args)
+            results = list(outputs) + ([epilogue.product] if epilogue and epilogue.store_product
+                                       else [])
+            call.meta["val"] = tuple(o.meta["val"] for o in results)
+            for k, out in enumerate(results):
                 item_node = new_graph.call_function(operator.getitem, (call, k))
                 item_node.meta = dict(out.meta)
                 env[out] = item_node
+        elif item in product_group:
+            emit(product_group[item])
+            return
+        elif item in dropped:
+            done.add(key)
+            return
         elif item in absorbed:
             # copy_(input, fused value): the kernel already wrote the value into `input`.
             src, dst = absorbed[item]
@@ -364,4 +532,4 @@ def fuse_pointwise(gm: torch.fx.GraphModule, op_table: dict) -> tuple[torch.fx.G
     for node in gm.graph.nodes:
         emit(group_of.get(node, node))
     new_graph.lint()
-    return torch.fx.GraphModule(gm, new_graph), len(groups)
+    return torch.fx.GraphModule(gm, new_graph), len(groups), len(epilogues)

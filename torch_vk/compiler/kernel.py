@@ -171,3 +171,90 @@ def _dense(shape: Sequence[int], stride: Sequence[int]) -> bool:
             return False
         expected *= s
     return True
+
+
+class GemmEpilogueKernel:
+    """A matrix product whose element-wise consumers run in its store (a GEMM epilogue).
+
+    Replaces `addmm(bias, mat1, mat2)` / `mm(mat1, mat2)` (2-D, float32 / float16 / bfloat16),
+    an optional row-major reshape of its result, and a fused group that reads the result
+    element by element. Called as kernel(mat1, mat2, bias, *group_inputs) where the group
+    input `gemm_input` (the product) is passed as None. Returns the group's outputs, then the
+    product itself (row-major, the matmul's shape) when `store_product`.
+    """
+
+    out_into: list[int | None]
+
+    def __init__(self, name: str, program: glsl.Program, gemm_input: int, shape: tuple[int, ...],
+                 out_meta: list[tuple[tuple[int, ...] | None, tuple[int, ...] | None]],
+                 beta: float, alpha: float, product_dtype: torch.dtype, store_product: bool,
+                 fallback: Callable[..., tuple[torch.Tensor, ...]]):
+        self.name = name
+        self.program = program
+        self.gemm_input = gemm_input
+        self.shape = shape  # the group's index space: the product's elements, row-major
+        self.out_meta = out_meta
+        self.beta, self.alpha = beta, alpha
+        self.product_dtype = product_dtype
+        self.store_product = store_product
+        self.fallback = fallback
+        self.out_into = [None] * len(program.outputs)
+        self.tensor_inputs = [j for j in program.tensor_inputs() if j != gemm_input]
+        self.scalar_inputs = program.scalar_inputs()
+        self.variants: dict[Any, tuple[int, tuple[int, ...], list[tuple[int, ...]]]] = {}
+        self.__name__ = name
+
+    def __repr__(self) -> str:
+        return f"GemmEpilogueKernel({self.name}, {len(self.program.steps)} ops)"
+
+    def __call__(self, mat1: torch.Tensor, mat2: torch.Tensor, bias: torch.Tensor | None,
+                 *inputs: Any) -> tuple[torch.Tensor, ...]:
+        tensors = [inputs[j] for j in self.tensor_inputs]
+        key = (mat1.shape, mat2.shape, tuple((t.shape, t.stride()) for t in tensors))
+        variant = self.variants.get(key)
+        if variant is None:
+            variant = self._specialise(mat1, mat2, tensors)
+            self.variants[key] = variant
+        epilogue_id, shape, out_strides = variant
+        if epilogue_id < 0:
+            return self.fallback(mat1, mat2, bias, *inputs)
+        device = mat1.device
+        m, n = mat1.shape[0], mat2.shape[1]
+        outs = [torch.empty_strided(shape, stride, dtype=dtype, device=device)
+                for stride, (_, dtype) in zip(out_strides, self.program.outputs)]
+        if self.store_product:
+            outs.append(torch.empty((m, n), dtype=self.product_dtype, device=device))
+        if bias is not None:
+            bias = bias.expand(m, n)
+        values = [float(inputs[j].item()) for j in self.scalar_inputs]
+        _native()._launch_gemm_epilogue(epilogue_id, mat1, mat2, bias, self.beta, self.alpha,
+                                        self.product_dtype, outs + tensors, values)
+        return tuple(outs)
+
+    def _specialise(self, mat1, mat2, tensors):
+        m, n = mat1.shape[0], mat2.shape[1]
+        shape = self.shape
+        numel = 1
+        for s in shape:
+            numel *= s
+        out_strides = []
+        for meta_shape, meta_stride in self.out_meta:
+            if meta_shape is not None and tuple(meta_shape) == shape and meta_stride is not None \
+                    and _dense(shape, meta_stride):
+                out_strides.append(tuple(meta_stride))
+            else:
+                out_strides.append(_contiguous_strides(shape))
+        strides = [list(s) for s in out_strides]
+        strides += [_broadcast_strides(t.shape, t.stride(), shape) for t in tensors]
+        if numel != m * n or numel == 0 or numel > glsl.MAX_INDEX or any(
+                glsl.max_offset(shape, st) > glsl.MAX_INDEX for st in strides):
+            return (-1, shape, out_strides)
+        source = glsl.generate_gemm_epilogue(self.program, shape, strides, self.gemm_input,
+                                             self.product_dtype, n, self.store_product, self.name)
+        debug_dir = os.environ.get("TORCH_VK_COMPILE_DEBUG_DIR")
+        if debug_dir:
+            os.makedirs(debug_dir, exist_ok=True)
+            path = os.path.join(debug_dir, f"{self.name}_{len(self.variants)}.epilogue.glsl")
+            with open(path, "w") as f:
+                f.write(source)
+        return (_native()._register_gemm_epilogue(source, self.name), shape, out_strides)
