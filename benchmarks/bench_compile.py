@@ -2,7 +2,7 @@
 
   python benchmarks/bench_compile.py [--quick] [--json FILE] [--device vk|cuda|cpu]
 
-For an MLP, a small CNN and a GPT-2 style transformer block it reports, for the forward pass
+For an MLP, a small CNN, a GPT-2 style transformer block and a stack of four it reports, for the forward pass
 (inference, no_grad) and for a training step (forward + backward + SGD):
   - step time (median wall time, synchronized), eager and compiled, and their ratio;
   - host time per step: wall time of recording one step on an idle device, without waiting
@@ -81,6 +81,20 @@ class GPT2Block(nn.Module):
     def forward(self, x):
         x = x + self.attention(self.ln_1(x))
         return x + self.mlp(self.ln_2(x))
+
+
+class GPT2Stack(nn.Module):
+    """Several GPT-2 blocks and a head: a graph big enough that Dynamo's and AOTAutograd's fixed
+    per-call cost is amortized the way it is in real models."""
+
+    def __init__(self, dim, heads, seq, layers):
+        super().__init__()
+        self.blocks = nn.Sequential(*(GPT2Block(dim, heads, seq) for _ in range(layers)))
+        self.ln_f = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, 10)
+
+    def forward(self, x):
+        return self.head(self.ln_f(self.blocks(x)))
 
 
 def sync(device):
@@ -180,6 +194,8 @@ def main():
         ("cnn", CNN(channels), lambda: torch.randn(batch, 3, 32 if big else 16, 32 if big else 16,
                                                    device=device)),
         ("gpt2 block", GPT2Block(dim, 12 if big else 4, seq),
+         lambda: torch.randn(batch, seq, dim, device=device)),
+        ("gpt2 x4", GPT2Stack(dim, 12 if big else 4, seq, 4),
          lambda: torch.randn(batch, seq, dim, device=device)),
     ]
     rows = []

@@ -551,7 +551,7 @@ int64_t register_gemm_epilogue(const std::string& glsl, const std::string& name)
   EpilogueRegistry& r = epilogues();
   std::lock_guard<std::mutex> lock(r.mutex);
   for (size_t i = 0; i < r.entries.size(); ++i)
-    if (r.entries[i]->glsl == glsl && r.entries[i]->name == name) return static_cast<int64_t>(i);
+    if (r.entries[i]->glsl == glsl) return static_cast<int64_t>(i);
   auto entry = std::make_unique<EpilogueEntry>();
   entry->glsl = glsl;
   entry->name = name;

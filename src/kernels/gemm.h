@@ -81,8 +81,9 @@ void gemm(Stream& stream, const Gemm& problem);
 // whatever it computes from it. `args` is the device address of the argument block given to
 // gemm() (16-byte aligned, valid while the dispatch runs). The source may use common.glsl,
 // math.glsl and ops.glsl (included) and must not redefine gemm.comp's names.
-// register_gemm_epilogue() returns an id (memoized by text and name); the GEMM variants the
-// launcher picks are compiled with the run-time compiler (generated.h) on first use.
+// register_gemm_epilogue() returns an id, memoized by text (`name`, for diagnostics, is the
+// first registration's); the GEMM variants the launcher picks are compiled with the run-time
+// compiler (generated.h) on first use.
 // Throws std::runtime_error without a run-time compiler, std::invalid_argument for a compile
 // error (at the first gemm() call that needs the variant).
 int64_t register_gemm_epilogue(const std::string& glsl, const std::string& name);

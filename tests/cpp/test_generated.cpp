@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "host_reference.h"
+#include "kernels/gemm.h"
 #include "kernels/generated.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
@@ -378,6 +379,79 @@ namespace {
 
 // Builds without glslang / SPIRV-Tools: compiling raises the documented error (the other
 // tests skip there).
+// A GEMM epilogue: out[m][n] = relu(v) + row[n] * scale, and the product itself into prod.
+const char* kEpilogue = R"glsl(
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer EpiArgs {
+  uint64_t addr[3];
+  float scale;
+};
+void gemm_epilogue(uint64_t args_address, int bt, int m, int n, T v) {
+  EpiArgs args = EpiArgs(args_address);
+  T row = load_f32(args.addr[2], DT_FLOAT32, n);
+  store_f32(args.addr[0], DT_FLOAT32, m * pc.N + n, max(v, 0.0) + row * args.scale);
+  store_f32(args.addr[1], DT_FLOAT32, m * pc.N + n, v);
+}
+)glsl";
+
+TEST_F(Generated, GemmEpilogueOnEveryAlgorithm) {
+  const int64_t m = 19, n = 22, k = 13;
+  const auto a_values = ramp(m * k, 0.125L, 0.5L), b_values = ramp(k * n, -0.0625L, 0.25L);
+  const auto bias_values = ramp(n, 0.5L, -1), row_values = ramp(n, 0.25L, 2);
+  Buffer a(DType::Float32, a_values), b(DType::Float32, b_values), bias(DType::Float32, bias_values),
+      row(DType::Float32, row_values), out(DType::Float32, m * n), prod(DType::Float32, m * n);
+  const int64_t id = register_gemm_epilogue(kEpilogue, "relu_plus_row");
+  EXPECT_EQ(register_gemm_epilogue(kEpilogue, "another name"), id);  // memoized by text
+  struct {
+    uint64_t addr[3];
+    float scale;
+  } args{{out.address, prod.address, row.address}, -1.5f};
+  GemmTuning saved = gemm_tuning();
+  for (GemmTuning::Algo algo : {GemmTuning::Algo::Auto, GemmTuning::Algo::Tiled,
+                                GemmTuning::Algo::Direct, GemmTuning::Algo::Lanes}) {
+    gemm_tuning() = saved;
+    gemm_tuning().algo = algo;
+    // Small register blocks: the big default ones take seconds per pipeline on lavapipe.
+    if (algo != GemmTuning::Algo::Auto) {
+      gemm_tuning().tm = 4, gemm_tuning().tn = 2, gemm_tuning().bk = 4;
+      gemm_tuning().wm = 4, gemm_tuning().wn = 8;
+    }
+    Gemm g;
+    g.m = m, g.n = n, g.k = k;
+    g.a = GemmMatrix{a.address, DType::Float32, k, 1, 0};
+    g.b = GemmMatrix{b.address, DType::Float32, 1, k, 0};  // column-major B: b[c * k + r]
+    g.bias = GemmMatrix{bias.address, DType::Float32, 0, 1, 0};
+    g.c = GemmMatrix{0, DType::Float32, 0, 0, 0};
+    g.alpha = GemmScalar{2.0, 0};
+    g.beta = GemmScalar{0.5, 0};
+    const uint64_t dispatches = Runtime::get().counters().dispatches.load();
+    gemm(stream(), g, GemmEpilogueCall{id, &args, sizeof args});
+    EXPECT_EQ(Runtime::get().counters().dispatches.load(), dispatches + 1);
+    const auto got = out.download(), got_prod = prod.download();
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        V acc = 0;
+        for (int64_t q = 0; q < k; ++q) acc += a_values[i * k + q] * b_values[j * k + q];
+        const V v = 2 * acc + 0.5L * bias_values[j];
+        const V want = std::max(v, V(0)) + row_values[j] * V(-1.5);
+        ASSERT_NEAR(double(got_prod[i * n + j]), double(v), 1e-4 * (1 + std::fabs(double(v))))
+            << "algo " << int(algo) << " at " << i << "," << j;
+        ASSERT_NEAR(double(got[i * n + j]), double(want), 1e-4 * (1 + std::fabs(double(want))))
+            << "algo " << int(algo) << " at " << i << "," << j;
+      }
+  }
+  gemm_tuning() = saved;
+  // Integer kinds have no epilogue; unknown ids are rejected.
+  Gemm g;
+  g.kind = ComputeKind::Int32;
+  g.m = g.n = g.k = 1;
+  EXPECT_THROW(gemm(stream(), g, GemmEpilogueCall{id, &args, sizeof args}), std::invalid_argument);
+  g.kind = ComputeKind::Float32;
+  g.a = GemmMatrix{a.address, DType::Float32, 1, 1, 0};
+  g.b = g.a;
+  EXPECT_THROW(gemm(stream(), g, GemmEpilogueCall{id + 1000, &args, sizeof args}),
+               std::invalid_argument);
+}
+
 TEST(GeneratedWithoutCompiler, CompileRaisesAClearError) {
   if (tvk::kernels::generated_compiler_available()) GTEST_SKIP() << "this build has a compiler";
   try {

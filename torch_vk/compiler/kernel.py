@@ -250,7 +250,7 @@ class GemmEpilogueKernel:
                 glsl.max_offset(shape, st) > glsl.MAX_INDEX for st in strides):
             return (-1, shape, out_strides)
         source = glsl.generate_gemm_epilogue(self.program, shape, strides, self.gemm_input,
-                                             self.product_dtype, n, self.store_product, self.name)
+                                             self.product_dtype, n, self.store_product)
         debug_dir = os.environ.get("TORCH_VK_COMPILE_DEBUG_DIR")
         if debug_dir:
             os.makedirs(debug_dir, exist_ok=True)
