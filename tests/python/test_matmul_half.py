@@ -148,6 +148,8 @@ for dtype in (torch.float16, torch.bfloat16):
         assert_bitwise(torch.mm(a.to("vk"), b.to("vk")).cpu(), a @ b)
         at, bt = a.t().contiguous().t(), b.t().contiguous().t()
         assert_bitwise(torch.mm(at.to("vk").t().contiguous().t(), bt.to("vk").t().contiguous().t()).cpu(), at @ bt)
+torch.vk.synchronize()
+assert torch_vk._C._validation_error_count() == 0, torch_vk._C._validation_messages()[-5:]
 print("ok")
 """
 
