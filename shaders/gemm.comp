@@ -153,8 +153,6 @@ T load_b(uint64_t base, int off) { return LOAD_T(tvk_elem_addr(base, off, log2_s
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer RefVec4 { vec4 v; };
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer RefGroup { uint64_t v; };
 
-int group_size(int dt) { return dt == DT_FLOAT32 ? 2 : 4; }
-
 // The 64 bits of the group that starts at element `off`.
 uint64_t load_group(uint64_t base, int off, int dt) {
   return RefGroup(tvk_elem_addr(base, off, log2_size(dt))).v;
