@@ -60,15 +60,26 @@ uint64_t tvk_elem_addr(uint64_t base, int index, int log2size) {
 }
 
 // ---- float16 / bfloat16 bit conversions (integer-only, exact) ----
+// Both directions are branch-free (the cases are computed side by side and chosen with
+// selects): they sit inside the tile loaders of GEMM-like kernels, where a branch on every
+// freshly loaded value keeps a GPU compiler from issuing the loads of a tile back to back
+// (each value must arrive before its branch) and costs a reconvergence point per element.
+// No float16 hardware conversion is used: its handling of subnormals (and NaN payloads)
+// varies between drivers, and these helpers must match PyTorch's CPU bit for bit everywhere.
+
+// Exact for every input, only the low 16 bits of `h` are read. NaN payloads are kept, and
+// signalling NaNs come out quiet, as PyTorch's CPU conversion gives them.
 float tvk_half_to_float(uint h) {
   uint sign = (h & 0x8000u) << 16;
-  uint e = (h >> 10) & 0x1fu;
-  uint m = h & 0x3ffu;
-  if (e == 0x1fu) return uintBitsToFloat(sign | 0x7f800000u | (m << 13));  // inf / NaN
-  if (e != 0u) return uintBitsToFloat(sign | ((e + 112u) << 23) | (m << 13));
-  // zero or subnormal: m * 2^-24 is exact in fp32
-  float r = float(m) * 5.9604644775390625e-8;
-  return sign != 0u ? -r : r;
+  uint em = h & 0x7fffu;  // exponent and mantissa
+  // Normal: shift into place and rebias the exponent 15 -> 127 (+112 << 23); inf / NaN
+  // (exponent 31): +224 << 23 takes the exponent field to 255 and keeps the mantissa.
+  uint wide = (em << 13) + mix(0x38000000u, 0x70000000u, em >= 0x7c00u);
+  wide |= mix(0u, 0x00400000u, em > 0x7c00u);  // NaN: set the quiet bit
+  // Zero / subnormal: m * 2^-24 = (0.5 + m * 2^-24) - 0.5, both steps exact in fp32 and no
+  // fp32 subnormal involved (so flush-to-zero modes cannot change it).
+  uint tiny = floatBitsToUint(uintBitsToFloat(0x3f000000u | em) - 0.5);
+  return uintBitsToFloat(sign | mix(wide, tiny, em < 0x0400u));
 }
 
 // Round to nearest even; overflow -> inf; NaN -> quiet NaN with the sign kept (as c10::Half).
@@ -76,22 +87,20 @@ uint tvk_float_to_half(float f) {
   uint x = floatBitsToUint(f);
   uint sign = (x >> 16) & 0x8000u;
   uint ax = x & 0x7fffffffu;
-  if (ax > 0x7f800000u) return sign | 0x7e00u;
-  if (ax >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 rounds to inf (and inf itself)
-  if (ax >= 0x38800000u) {                        // normal half (>= 2^-14)
-    uint r = ax - 0x38000000u;                    // rebias exponent 127 -> 15
-    r += 0x0fffu + ((r >> 13) & 1u);              // round the 13 dropped bits to nearest even
-    return sign | (r >> 13);
-  }
-  if (ax < 0x33000000u) return sign;              // < 2^-25 (2^-25 itself ties to even: 0)
-  uint e = ax >> 23;                              // 102..112: subnormal half
+  // Normal half (ax >= 2^-14): rebias the exponent 127 -> 15 and round the 13 dropped bits
+  // to nearest even (a carry into the exponent is the correct rounding up).
+  uint r = ax - 0x38000000u;
+  uint normal = (r + 0x0fffu + ((r >> 13) & 1u)) >> 13;
+  // Subnormal half (ax < 2^-14): value / 2^-24 = m >> shift, rounded to nearest even. shift is
+  // capped at 25: everything below 2^-25 (fp32 zeros and subnormals included) rounds to 0
+  // (2^-25 itself is a tie that goes to the even 0).
   uint m = (ax & 0x7fffffu) | 0x800000u;
-  uint shift = 126u - e;                          // value / 2^-24 = m >> shift
-  uint q = m >> shift;
-  uint rem = m & ((1u << shift) - 1u);
-  uint halfway = 1u << (shift - 1u);
-  if (rem > halfway || (rem == halfway && (q & 1u) != 0u)) q += 1u;
-  return sign | q;
+  uint shift = min(126u - min(ax >> 23, 126u), 25u);
+  uint subnormal = (m + ((1u << shift) >> 1) - 1u + ((m >> shift) & 1u)) >> shift;
+  uint h = mix(subnormal, normal, ax >= 0x38800000u);
+  h = mix(h, 0x7c00u, ax >= 0x477ff000u);  // >= 65520 rounds to inf (and inf itself)
+  h = mix(h, 0x7e00u, ax > 0x7f800000u);   // NaN
+  return sign | h;
 }
 
 float tvk_bf16_to_float(uint h) { return uintBitsToFloat(h << 16); }

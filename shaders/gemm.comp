@@ -32,12 +32,13 @@
 //                     adjacent rows / columns instead, see row_of / col_of)
 //     10 A_LOAD       tiled: how a workgroup loads its A tile: 0 k fastest, 1 m fastest,
 //                     2 vec4 along k, 3 vec4 along m; direct: 0 scalar loads, 2 vec4 along k,
-//                     3 vec4 along m (vec4 only in the float32 kind for float32 storage with
-//                     the alignment and sizes the launcher checked); lanes: 0 scalar,
-//                     4 float32 pairs along k as one 64-bit load
+//                     3 vec4 along m (vec4: the float32 kind with float32 / float16 / bfloat16
+//                     storage, the alignment and sizes the launcher checked: one 16-byte load
+//                     of 4 float32 or one 8-byte load of 4 16-bit values); lanes: 0 scalar,
+//                     4 groups along k (one 64-bit load: 2 float32 or 4 16-bit values)
 //     11 B_LOAD       tiled: 0 n fastest, 1 k fastest, 2 vec4 along n, 3 vec4 along k;
 //                     direct: 0 scalar, 2 vec4 along n, 3 vec4 along k; lanes: 0 scalar,
-//                     4 float32 pairs along n as one 64-bit load
+//                     4 groups along n (as for A)
 //     12 UNIT         bit set: that stride is 1 (folds the multiply): 1 a_cs, 2 a_rs, 4 b_rs,
 //                     8 b_cs, 16 c_cs, 32 c_rs (direct only; the tiled launcher passes 0)
 //   GEMM_EPILOGUE  1 (only in sources built at run time, src/kernels/gemm.cpp): C is not stored;
@@ -154,6 +155,42 @@ uint64_t batch_base(uint64_t base, int bt, int64_t stride, int lg) {
 T load_a(uint64_t base, int off) { return LOAD_T(tvk_elem_addr(base, off, log2_size(DT_A)), DT_A, 0); }
 T load_b(uint64_t base, int off) { return LOAD_T(tvk_elem_addr(base, off, log2_size(DT_B)), DT_B, 0); }
 
+#if KIND == KIND_FLOAT32
+// ---- vector loads of float32 / float16 / bfloat16 operands (the float32 compute kind)
+// A "group" is 64 bits of consecutive elements: 2 float32 or 4 float16 / bfloat16 values,
+// read with one load. The launcher checks that every group read is aligned (address,
+// strides, sizes) and lies inside the operand. 16-bit values are converted one by one with
+// the exact integer conversions of common.glsl.
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer RefVec4 { vec4 v; };
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer RefGroup { uint64_t v; };
+
+// The 64 bits of the group that starts at element `off`.
+uint64_t load_group(uint64_t base, int off, int dt) {
+  return RefGroup(tvk_elem_addr(base, off, log2_size(dt))).v;
+}
+
+// Element h (0: low 16 bits) of a 32-bit word of two float16 / bfloat16 values.
+float word_elem(uint word, int h, int dt) {
+  if (dt == DT_FLOAT16) return tvk_half_to_float(h == 0 ? word : word >> 16);
+  return uintBitsToFloat(h == 0 ? word << 16 : word & 0xffff0000u);
+}
+
+// Element h of a group.
+float group_elem(uint64_t w, int h, int dt) {
+  uvec2 u = unpackUint2x32(w);
+  if (dt == DT_FLOAT32) return uintBitsToFloat(h == 0 ? u.x : u.y);
+  return word_elem(h < 2 ? u.x : u.y, h & 1, dt);
+}
+
+// Elements off .. off + 3: one 16-byte load (float32) or one 8-byte load (16-bit dtypes).
+vec4 load4(uint64_t base, int off, int dt) {
+  if (dt == DT_FLOAT32) return RefVec4(tvk_elem_addr(base, off, 2)).v;
+  uvec2 u = unpackUint2x32(load_group(base, off, dt));
+  return vec4(word_elem(u.x, 0, dt), word_elem(u.x, 1, dt), word_elem(u.y, 0, dt),
+              word_elem(u.y, 1, dt));
+}
+#endif
+
 // The register block of this invocation: g_acc[i * TN + j] is row i, column j.
 T g_acc[TM * TN];
 
@@ -207,23 +244,23 @@ void store_block(int bt, int row0, int col0, int tm, int tn) {
 //   * B: each lane loads its own TN columns of row k (pairs with B_LOAD 4).
 // Rows / columns past the end are clamped (loaded, never stored); k past the end contributes 0
 // (both factors zeroed, so inf / NaN in a clamped row cannot leak in).
+// Groups (A_LOAD / B_LOAD 4): 64-bit loads of 2 float32 or 4 float16 / bfloat16 values
+// (vector loads above): along k for A (a lane loads a group per row and step), along n for B
+// (a lane owns groups of GB adjacent columns, the groups strided by WN).
 #if KIND == KIND_FLOAT32
-layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer RefPair { uint64_t v; };
 const bool PAIR_A = A_LOAD == 4, PAIR_B = B_LOAD == 4;
-T pair_half(uint64_t w, int h) {
-  uvec2 u = unpackUint2x32(w);
-  return uintBitsToFloat(h == 0 ? u.x : u.y);
-}
 #define LANES_FMA(a, b, acc) fma(a, b, acc)
 #else
 const bool PAIR_A = false, PAIR_B = false;
 #define LANES_FMA(a, b, acc) ((acc) + (a) * (b))
 #endif
-const int KA = PAIR_A ? 2 : 1;  // k values per lane and step
-const int KS = WN * KA;         // k per step
+const int GA = DT_A == DT_FLOAT32 ? 2 : 4;  // elements per group of A / B
+const int GB = DT_B == DT_FLOAT32 ? 2 : 4;
+const int KA = PAIR_A ? GA : 1;  // k values per lane and step
+const int KS = WN * KA;          // k per step
 
 int row_of(int tm, int i) { return i; }
-int col_of(int tn, int j) { return PAIR_B ? (j / 2) * 2 * WN + tn * 2 + (j % 2) : j * WN + tn; }
+int col_of(int tn, int j) { return PAIR_B ? (j / GB) * GB * WN + tn * GB + (j % GB) : j * WN + tn; }
 
 void tile(int bt, int ty, int tx) {
   const int lane = int(gl_SubgroupInvocationID);
@@ -234,19 +271,19 @@ void tile(int bt, int ty, int tx) {
   [[unroll]] for (int i = 0; i < TM; ++i) a_off[i] = min(row0 + i, pc.M - 1) * a_rs();
   [[unroll]] for (int j = 0; j < TN; ++j) {
     int n = col0 + col_of(lane, j);
-    if (PAIR_B) n = min(n - (j % 2), pc.N - 2) + (j % 2);  // N is even: pairs stay whole
+    if (PAIR_B) n = min(n - (j % GB), pc.N - GB) + (j % GB);  // N % GB == 0: groups stay whole
     b_off[j] = min(n, pc.N - 1) * b_cs();
   }
   [[unroll]] for (int i = 0; i < TM * TN; ++i) g_acc[i] = T(0);
   for (int k = 0; k < pc.K; k += KS) {
-    // This lane's share of A for the step (K is even with pairs).
+    // This lane's share of A for the step (K % GA == 0 with groups).
     const int kl = k + lane * KA;
     const int kc = min(kl, pc.K - KA);
 #if KIND == KIND_FLOAT32
     uint64_t ap[PAIR_A ? TM : 1];
     if (PAIR_A)
       [[unroll]] for (int i = 0; i < TM; ++i) {
-        uint64_t w = RefPair(tvk_elem_addr(a_base, a_off[i] + kc, 2)).v;
+        uint64_t w = load_group(a_base, a_off[i] + kc, DT_A);
         ap[i] = kl < pc.K ? w : uint64_t(0);
       }
 #endif
@@ -264,8 +301,7 @@ void tile(int bt, int ty, int tx) {
       if (PAIR_A)
         [[unroll]] for (int i = 0; i < TM; ++i) {
           uint64_t w = subgroupBroadcast(ap[i], q);
-          av[i * KA] = pair_half(w, 0);
-          av[i * KA + KA - 1] = pair_half(w, 1);
+          [[unroll]] for (int h = 0; h < KA; ++h) av[i * KA + h] = group_elem(w, h, DT_A);
         }
 #endif
       if (!PAIR_A)
@@ -276,10 +312,9 @@ void tile(int bt, int ty, int tx) {
         T bv[TN];
 #if KIND == KIND_FLOAT32
         if (PAIR_B)
-          [[unroll]] for (int j = 0; j < TN; j += 2) {
-            uint64_t w = RefPair(tvk_elem_addr(b_base, b_off[j] + kb, 2)).v;
-            bv[j] = pair_half(w, 0);
-            bv[j + 1] = pair_half(w, 1);
+          [[unroll]] for (int j = 0; j < TN; j += GB) {
+            uint64_t w = load_group(b_base, b_off[j] + kb, DT_B);
+            [[unroll]] for (int h = 0; h < GB; ++h) bv[j + h] = group_elem(w, h, DT_B);
           }
 #endif
         if (!PAIR_B)
@@ -297,9 +332,9 @@ void tile(int bt, int ty, int tx) {
 
 #elif GEMM_TILED
 // ---------------------------------------------------------------- tiled (shared memory)
-#if KIND == KIND_FLOAT32
-layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer RefVec4 { vec4 v; };
-#endif
+// The tile loaders have no branch around their loads: an element past the end of the operand
+// is loaded from a clamped (valid) position and replaced by 0, so a GPU compiler can issue
+// all loads of a tile back to back instead of one guarded load at a time.
 
 shared T As[BK * BM];  // As[k * BM + m]
 shared T Bs[BK * BN];  // Bs[k * BN + n]
@@ -311,8 +346,8 @@ void load_a_tile(uint64_t a_base, int row0, int k0, uint lid) {
     for (int e = int(lid); e < BM * KV; e += WG) {
       int kk = (e % KV) * 4, mm = e / KV;
       int gm = row0 + mm, gk = k0 + kk;
-      vec4 v = vec4(0.0);
-      if (gm < pc.M && gk < pc.K) v = RefVec4(tvk_elem_addr(a_base, gm * a_rs() + gk, 2)).v;
+      vec4 v = load4(a_base, min(gm, pc.M - 1) * a_rs() + min(gk, pc.K - 4), DT_A);
+      v = gm < pc.M && gk < pc.K ? v : vec4(0.0);
       As[(kk + 0) * BM + mm] = v.x;
       As[(kk + 1) * BM + mm] = v.y;
       As[(kk + 2) * BM + mm] = v.z;
@@ -325,8 +360,8 @@ void load_a_tile(uint64_t a_base, int row0, int k0, uint lid) {
     for (int e = int(lid); e < MV * BK; e += WG) {
       int mm = (e % MV) * 4, kk = e / MV;
       int gm = row0 + mm, gk = k0 + kk;
-      vec4 v = vec4(0.0);
-      if (gm < pc.M && gk < pc.K) v = RefVec4(tvk_elem_addr(a_base, gm + gk * a_cs(), 2)).v;
+      vec4 v = load4(a_base, min(gm, pc.M - 4) + min(gk, pc.K - 1) * a_cs(), DT_A);
+      v = gm < pc.M && gk < pc.K ? v : vec4(0.0);
       As[kk * BM + mm + 0] = v.x;
       As[kk * BM + mm + 1] = v.y;
       As[kk * BM + mm + 2] = v.z;
@@ -345,9 +380,8 @@ void load_a_tile(uint64_t a_base, int row0, int k0, uint lid) {
       mm = e / BK;
     }
     int gm = row0 + mm, gk = k0 + kk;
-    T v = T(0);
-    if (gm < pc.M && gk < pc.K) v = load_a(a_base, gm * a_rs() + gk * a_cs());
-    As[kk * BM + mm] = v;
+    T v = load_a(a_base, min(gm, pc.M - 1) * a_rs() + min(gk, pc.K - 1) * a_cs());
+    As[kk * BM + mm] = gm < pc.M && gk < pc.K ? v : T(0);
   }
 }
 
@@ -358,8 +392,8 @@ void load_b_tile(uint64_t b_base, int k0, int col0, uint lid) {
     for (int e = int(lid); e < NV * BK; e += WG) {
       int nn = (e % NV) * 4, kk = e / NV;
       int gn = col0 + nn, gk = k0 + kk;
-      vec4 v = vec4(0.0);
-      if (gn < pc.N && gk < pc.K) v = RefVec4(tvk_elem_addr(b_base, gk * b_rs() + gn, 2)).v;
+      vec4 v = load4(b_base, min(gk, pc.K - 1) * b_rs() + min(gn, pc.N - 4), DT_B);
+      v = gn < pc.N && gk < pc.K ? v : vec4(0.0);
       Bs[kk * BN + nn + 0] = v.x;
       Bs[kk * BN + nn + 1] = v.y;
       Bs[kk * BN + nn + 2] = v.z;
@@ -372,8 +406,8 @@ void load_b_tile(uint64_t b_base, int k0, int col0, uint lid) {
     for (int e = int(lid); e < BN * KV; e += WG) {
       int kk = (e % KV) * 4, nn = e / KV;
       int gn = col0 + nn, gk = k0 + kk;
-      vec4 v = vec4(0.0);
-      if (gn < pc.N && gk < pc.K) v = RefVec4(tvk_elem_addr(b_base, gk + gn * b_cs(), 2)).v;
+      vec4 v = load4(b_base, min(gk, pc.K - 4) + min(gn, pc.N - 1) * b_cs(), DT_B);
+      v = gn < pc.N && gk < pc.K ? v : vec4(0.0);
       Bs[(kk + 0) * BN + nn] = v.x;
       Bs[(kk + 1) * BN + nn] = v.y;
       Bs[(kk + 2) * BN + nn] = v.z;
@@ -392,9 +426,8 @@ void load_b_tile(uint64_t b_base, int k0, int col0, uint lid) {
       kk = e / BN;
     }
     int gn = col0 + nn, gk = k0 + kk;
-    T v = T(0);
-    if (gn < pc.N && gk < pc.K) v = load_b(b_base, gk * b_rs() + gn * b_cs());
-    Bs[kk * BN + nn] = v;
+    T v = load_b(b_base, min(gk, pc.K - 1) * b_rs() + min(gn, pc.N - 1) * b_cs());
+    Bs[kk * BN + nn] = gn < pc.N && gk < pc.K ? v : T(0);
   }
 }
 
@@ -426,14 +459,13 @@ int col_of(int tn, int j) { return tn + j * WN; }
 
 #else
 // ---------------------------------------------------------------- direct (no shared memory)
-// A_LOAD / B_LOAD: 0 scalar loads; 2 / 3 vec4 loads (float32 storage only, the launcher checks
-// alignment and that the vector axis is a multiple of 4 long):
+// A_LOAD / B_LOAD: 0 scalar loads; 2 / 3 vec4 loads (load4: float32, float16 or bfloat16
+// storage; the launcher checks alignment and that the vector axis is a multiple of 4 long):
 //   A_LOAD 2  vec4 along k (a_cs == 1)   A_LOAD 3  vec4 along m (a_rs == 1, TM % 4 == 0)
 //   B_LOAD 2  vec4 along n (b_cs == 1, TN % 4 == 0)   B_LOAD 3  vec4 along k (b_rs == 1)
 // With vectors along m (n) an invocation owns groups of 4 adjacent rows (columns), the groups
 // strided by WM (WN) like single rows (columns) otherwise.
 #if KIND == KIND_FLOAT32
-layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer RefVec4 { vec4 v; };
 const bool VEC_A_K = A_LOAD == 2, VEC_A_M = A_LOAD == 3;
 const bool VEC_B_N = B_LOAD == 2, VEC_B_K = B_LOAD == 3;
 #else
@@ -470,7 +502,7 @@ void tile(int bt, int ty, int tx) {
 #if KIND == KIND_FLOAT32
     if (VEC_A_K) {
       [[unroll]] for (int i = 0; i < TM; ++i) {
-        vec4 v = RefVec4(tvk_elem_addr(a_base, a_off[i] + k, 2)).v;
+        vec4 v = load4(a_base, a_off[i] + k, DT_A);
         av[i * KV + 0] = v.x;
         av[i * KV + 1] = v.y;
         av[i * KV + 2] = v.z;
@@ -479,7 +511,7 @@ void tile(int bt, int ty, int tx) {
     } else if (VEC_A_M) {
       [[unroll]] for (int i = 0; i < TM; i += 4)
         [[unroll]] for (int q = 0; q < KV; ++q) {
-          vec4 v = RefVec4(tvk_elem_addr(a_base, a_off[i] + (k + q) * sa, 2)).v;
+          vec4 v = load4(a_base, a_off[i] + (k + q) * sa, DT_A);
           av[(i + 0) * KV + q] = v.x;
           av[(i + 1) * KV + q] = v.y;
           av[(i + 2) * KV + q] = v.z;
@@ -494,7 +526,7 @@ void tile(int bt, int ty, int tx) {
 #if KIND == KIND_FLOAT32
     if (VEC_B_K) {
       [[unroll]] for (int j = 0; j < TN; ++j) {
-        vec4 v = RefVec4(tvk_elem_addr(b_base, b_off[j] + k, 2)).v;
+        vec4 v = load4(b_base, b_off[j] + k, DT_B);
         bv[0 * TN + j] = v.x;
         bv[1 * TN + j] = v.y;
         bv[2 * TN + j] = v.z;
@@ -503,7 +535,7 @@ void tile(int bt, int ty, int tx) {
     } else if (VEC_B_N) {
       [[unroll]] for (int q = 0; q < KV; ++q)
         [[unroll]] for (int j = 0; j < TN; j += 4) {
-          vec4 v = RefVec4(tvk_elem_addr(b_base, b_off[j] + (k + q) * sb, 2)).v;
+          vec4 v = load4(b_base, b_off[j] + (k + q) * sb, DT_B);
           bv[q * TN + j + 0] = v.x;
           bv[q * TN + j + 1] = v.y;
           bv[q * TN + j + 2] = v.z;

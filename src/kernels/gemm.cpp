@@ -22,7 +22,8 @@
 //   cpu-small    direct 4x4,    8x8 invocations         ->  32 x  32
 //   cpu-lanes    lanes  32x16, 1 x subgroup (8 on lavapipe) -> 32 x 128 (CPU devices with
 //                subgroup broadcast, float32 compute, problems of >= 2^24 multiply-adds: A is
-//                loaded once per workgroup and broadcast, float32 pairs as 64-bit loads.
+//                loaded once per workgroup and broadcast, 64-bit group loads (2 float32
+//                or 4 float16 / bfloat16 values).
 //                lavapipe, Mesa 22.3, 512^3 fp32: ~5-6 GFLOP/s against ~2 for cpu-large. Its
 //                pipelines take ~8 s to compile there (once per machine: Mesa's disk cache),
 //                hence the size threshold)
@@ -162,9 +163,19 @@ void check_matrix(const GemmMatrix& x, int64_t rows, int64_t cols, const char* w
                         "the kernel");
 }
 
-bool aligned16(const GemmMatrix& x, int64_t batch) {
-  return x.address % 16 == 0 && (batch == 1 || x.batch_stride % 4 == 0);
+// Vector loads (float32 compute kind): float32, float16 and bfloat16 operands are read 4
+// elements at a time along their contiguous axis (one 16-byte load of float32, one 8-byte
+// load of 16-bit values), so every vector must be aligned to 4 elements. float16 takes the
+// same paths as bfloat16: only the per-element conversion differs (shaders/common.glsl).
+bool is_16bit_float(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
+
+bool vec4_aligned(const GemmMatrix& x, int64_t batch) {
+  const uint64_t bytes = x.dtype == DType::Float32 ? 16 : is_16bit_float(x.dtype) ? 8 : 0;
+  return bytes != 0 && x.address % bytes == 0 && (batch == 1 || x.batch_stride % 4 == 0);
 }
+
+// Elements per 64-bit group of the lanes algorithm (0: no group loads for this dtype).
+int64_t group_elements(DType dt) { return dt == DType::Float32 ? 2 : is_16bit_float(dt) ? 4 : 0; }
 
 // The lanes algorithm needs one full subgroup per workgroup and subgroup broadcast. It serves
 // the float32 compute kind (float32 / float16 / bfloat16 operands) only: the other kinds are
@@ -277,29 +288,33 @@ void record(Stream& stream, const Gemm& p, const Config& cfg,
   }
 
   // Load modes. Tiled: how a workgroup loads its tiles (vec4 along the contiguous axis when
-  // the float32 operand is aligned for it, else scalar loads with consecutive invocations
-  // along the smaller stride). Direct: vec4 register loads along the contiguous axis, else
-  // scalar loads (0).
+  // the float32 / float16 / bfloat16 operand is aligned for it, else scalar loads with
+  // consecutive invocations along the smaller stride). Direct: vec4 register loads along the
+  // contiguous axis, else scalar loads (0).
   uint32_t a_load = 0, b_load = 0;
   const bool vec = gemm_tuning().vector_loads && p.kind == ComputeKind::Float32;
-  const bool f32a = vec && p.a.dtype == DType::Float32 && aligned16(p.a, p.batch);
-  const bool f32b = vec && p.b.dtype == DType::Float32 && aligned16(p.b, p.batch);
-  const bool a_k = f32a && p.a.col_stride == 1 && p.k % 4 == 0 && p.a.row_stride % 4 == 0;
-  const bool a_m = f32a && p.a.row_stride == 1 && p.m % 4 == 0 && p.a.col_stride % 4 == 0;
-  const bool b_n = f32b && p.b.col_stride == 1 && p.n % 4 == 0 && p.b.row_stride % 4 == 0;
-  const bool b_k = f32b && p.b.row_stride == 1 && p.k % 4 == 0 && p.b.col_stride % 4 == 0;
+  const bool va = vec && vec4_aligned(p.a, p.batch);
+  const bool vb = vec && vec4_aligned(p.b, p.batch);
+  const bool a_k = va && p.a.col_stride == 1 && p.k % 4 == 0 && p.a.row_stride % 4 == 0;
+  const bool a_m = va && p.a.row_stride == 1 && p.m % 4 == 0 && p.a.col_stride % 4 == 0;
+  const bool b_n = vb && p.b.col_stride == 1 && p.n % 4 == 0 && p.b.row_stride % 4 == 0;
+  const bool b_k = vb && p.b.row_stride == 1 && p.k % 4 == 0 && p.b.col_stride % 4 == 0;
   if (cfg.lanes) {
-    // Float32 pairs as one 64-bit load: contiguous along the pair axis, 8-byte aligned, and
-    // an even length so that no pair straddles the end.
+    // Groups as one 64-bit load (2 float32 or 4 float16 / bfloat16 values): contiguous along
+    // the group axis, 8-byte aligned, and a length that is a multiple of the group so that no
+    // group straddles the end.
     const DeviceCapabilities& caps = stream.device().caps();
-    const bool pairs = gemm_tuning().vector_loads && p.kind == ComputeKind::Float32 &&
-                       caps.subgroup_extended_types && caps.int64;
-    auto pair_ok = [&](const GemmMatrix& x, int64_t length, int64_t other_stride) {
-      return pairs && x.dtype == DType::Float32 && x.address % 8 == 0 && length % 2 == 0 &&
-             other_stride % 2 == 0 && (p.batch == 1 || x.batch_stride % 2 == 0);
+    const bool groups = gemm_tuning().vector_loads && p.kind == ComputeKind::Float32 &&
+                        caps.subgroup_extended_types && caps.int64;
+    auto group_ok = [&](const GemmMatrix& x, int64_t length, int64_t other_stride) {
+      const int64_t g = group_elements(x.dtype);
+      return groups && g != 0 && x.address % 8 == 0 && length % g == 0 &&
+             other_stride % g == 0 && (p.batch == 1 || x.batch_stride % g == 0);
     };
-    if (p.a.col_stride == 1 && pair_ok(p.a, p.k, p.a.row_stride)) a_load = 4;
-    if (p.b.col_stride == 1 && cfg.tn % 2 == 0 && pair_ok(p.b, p.n, p.b.row_stride)) b_load = 4;
+    if (p.a.col_stride == 1 && group_ok(p.a, p.k, p.a.row_stride)) a_load = 4;
+    if (p.b.col_stride == 1 && group_ok(p.b, p.n, p.b.row_stride) &&
+        cfg.tn % group_elements(p.b.dtype) == 0)
+      b_load = 4;
   } else if (cfg.tiled) {
     if (a_k)
       a_load = 2;

@@ -109,7 +109,9 @@ struct GemmTuning {
   // invocation; wm, wn: invocations along M / N; bk: K step of the tiled algorithm, a
   // multiple of 4).
   uint32_t tm = 0, tn = 0, wm = 0, wn = 0, bk = 0;
-  bool vector_loads = true;      // vec4 tile loads for suitable float32 operands (tiled)
+  bool vector_loads = true;      // 4-element vector loads (tiled, direct) and 64-bit group
+                                 // loads (lanes) of suitably aligned float32 / float16 /
+                                 // bfloat16 operands; false: scalar loads everywhere
   bool transpose_output = true;  // compute C^T = B^T A^T when C is column-major or m == 1
   int64_t split_k_min = 4096;    // k from which few-output problems split k (0: never)
   int64_t split_k_chunk = 1024;  // target k per split
