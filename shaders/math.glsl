@@ -357,9 +357,14 @@ float tvk_copysign(float a, float b) {
 }
 bool tvk_signbit(float a) { return floatBitsToUint(a) >= 0x80000000u; }
 
+// +-0 from the bits (a denormal is not zero even where the device flushes denormals in
+// float comparisons), and a zero of the given sign.
+bool tvk_is_zero(float x) { return (floatBitsToUint(x) & 0x7fffffffu) == 0u; }
+float tvk_signed_zero_f32(bool negative) { return uintBitsToFloat(negative ? 0x80000000u : 0u); }
+
 // a / b for b == 0 without relying on the device's division by zero: +-inf or NaN.
 float tvk_div_zero(float a, float b) {
-  if (a == 0.0 || tvk_isnan(a)) return TVK_F32_NAN;
+  if (tvk_is_zero(a) || tvk_isnan(a)) return TVK_F32_NAN;
   return (tvk_signbit(a) != tvk_signbit(b)) ? -TVK_F32_INF : TVK_F32_INF;
 }
 
@@ -421,26 +426,139 @@ float tvk_fmod(float x, float y) {
   return uintBitsToFloat(floatBitsToUint(m) | (floatBitsToUint(x) & 0x80000000u));
 }
 
-// Python-style remainder (the sign of b), as torch.remainder: fmod, then + b when the signs differ.
+// Python-style remainder (the sign of b), as torch.remainder: fmod, then + b when the signs
+// differ (sign and zero tests on the bits, so a denormal m counts as non-zero everywhere).
 float tvk_remainder(float a, float b) {
   float m = tvk_fmod(a, b);
-  if (m != 0.0 && ((b < 0.0) != (m < 0.0))) m += b;
+  if (!tvk_is_zero(m) && !tvk_isnan(m) && tvk_signbit(b) != tvk_signbit(m)) m += b;
   return m;
 }
 
-// torch.div(rounding_mode="floor") (c10 div_floor_floating).
+// ---- exact quotients for torch.div(rounding_mode=...) ----
+// PyTorch's CPU computes trunc(a / b) and c10::div_floor_floating from correctly rounded
+// divisions. Vulkan only bounds OpFDiv to 2.5 ULP, and NVIDIA's float32 division is not
+// correctly rounded (measured: a / a = 0.99999994 for some a, so trunc(a / a) gave 0), nor need
+// fma be fused. tvk_div_rn therefore uses the device's division only for an estimate and
+// decides the rounding with exact integer arithmetic on the significands.
+
+// |x| = m * 2^e for finite nonzero x, m a 24-bit integer with its leading bit set (denormals
+// normalized from their bits: exact even where the device flushes denormals).
+uint tvk_split_f32(float x, out int e) {
+  uint u = floatBitsToUint(x) & 0x7fffffffu;
+  uint biased = u >> 23;
+  if (biased != 0u) {
+    e = int(biased) - 150;
+    return (u & 0x7fffffu) | 0x800000u;
+  }
+  int shift = 23 - findMSB(u);
+  e = -149 - shift;
+  return u << uint(shift);
+}
+
+// a / b rounded to nearest even, for finite a and finite nonzero b, exact for every quotient
+// of magnitude >= 2^-126 (below that: the right sign, magnitude < 2^-125 or zero; callers only
+// truncate such quotients).
+//   With a = ma 2^ea, b = mb 2^eb: a / b = (N / mb) 2^(ea - eb - s), N = ma 2^s, s = 23 when
+//   ma >= mb else 24, so that N / mb lies in [2^23, 2^24) and its integer part Q has 24 bits.
+//   Q is estimated from float(ma) / float(mb) (exact operands; a quotient within a few ULP
+//   gives Q within +-3) and then fixed with the exact residual R = N - Q mb: R is small, so the
+//   wrapping 64-bit difference N - Q mb is R exactly. Steps move Q until 0 <= R < mb (8 allowed
+//   each way: room for a division 8 ULP off). Rounding to nearest even compares 2R with mb.
+//   Q (now <= 2^24) times 2^(ea - eb - s) is then exact in the normal range.
+float tvk_div_rn(float a, float b) {
+  int ea, eb;
+  uint ma = tvk_split_f32(a, ea);
+  uint mb = tvk_split_f32(b, eb);
+  int s = ma >= mb ? 23 : 24;
+  uint64_t n = uint64_t(ma) << uint64_t(s);
+  uint64_t q = uint64_t((float(ma) / float(mb)) * float(1u << uint(s)));
+  int64_t r = int64_t(n - q * uint64_t(mb));
+  for (int i = 0; i < 8 && r < 0l; ++i) {
+    q -= 1ul;
+    r += int64_t(mb);
+  }
+  for (int i = 0; i < 8 && r >= int64_t(mb); ++i) {
+    q += 1ul;
+    r -= int64_t(mb);
+  }
+  if (2l * r > int64_t(mb) || (2l * r == int64_t(mb) && (q & 1ul) == 1ul)) q += 1ul;
+  float mag = tvk_ldexp(float(q), ea - eb - s);  // q <= 2^24: exact conversion
+  return uintBitsToFloat(floatBitsToUint(mag) | ((floatBitsToUint(a) ^ floatBitsToUint(b)) & 0x80000000u));
+}
+
+// x rounded to the precision of storage dtype `dt` (float16 / bfloat16; others unchanged).
+float tvk_round_to_dtype(float x, int dt) {
+  if (dt == DT_FLOAT16) return tvk_half_to_float(tvk_float_to_half(x));
+  if (dt == DT_BFLOAT16) return tvk_bf16_to_float(tvk_float_to_bf16(x));
+  return x;
+}
+
+// torch.div(rounding_mode="floor"): c10 div_floor_floating with the exact quotient:
+//   m = fmod(a, b); q = (a - m) / b; q -= 1 if m != 0 and sign(m) != sign(b);
+//   q != 0 ? floor(q) (+1 when q - floor(q) > 0.5) : copysign(0, a / b).
+// a - m is rounded as on the CPU; dividing it with tvk_div_rn makes q the CPU's q bit for bit.
 float tvk_div_floor(float a, float b) {
-  if (b == 0.0) return tvk_div_zero(a, b);
-  float m = tvk_fmod(a, b);
-  precise float q = (a - m) / b;
-  if (m != 0.0 && ((b < 0.0) != (m < 0.0))) q -= 1.0;
-  if (q == 0.0) return tvk_copysign(0.0, tvk_signbit(a) != tvk_signbit(b) ? -1.0 : 1.0);
+  if (tvk_isnan(a) || tvk_isnan(b)) return TVK_F32_NAN;
+  if (tvk_is_zero(b)) return tvk_div_zero(a, b);
+  bool negative = tvk_signbit(a) != tvk_signbit(b);
+  float m = tvk_fmod(a, b);  // NaN for infinite a; a for infinite b
+  if (tvk_isnan(m)) return TVK_F32_NAN;
+  precise float num = a - m;
+  float q = (tvk_is_zero(num) || tvk_isinf(b)) ? tvk_signed_zero_f32(tvk_signbit(num) != tvk_signbit(b))
+                                               : tvk_div_rn(num, b);
+  if (!tvk_is_zero(m) && tvk_signbit(m) != tvk_signbit(b)) q -= 1.0;
+  if (tvk_is_zero(q)) return tvk_signed_zero_f32(negative);
+  if (tvk_isinf(q)) return q;
   float f = floor(q);
   if (q - f > 0.5) f += 1.0;
   return f;
 }
 
-float tvk_div_trunc(float a, float b) { return b == 0.0 ? tvk_div_zero(a, b) : trunc(a / b); }
+// torch.div(rounding_mode="trunc"): trunc of the correctly rounded quotient, with IEEE special
+// cases decided from the bits.
+float tvk_div_trunc(float a, float b) {
+  if (tvk_isnan(a) || tvk_isnan(b)) return TVK_F32_NAN;
+  if (tvk_is_zero(b)) return tvk_div_zero(a, b);
+  bool negative = tvk_signbit(a) != tvk_signbit(b);
+  if (tvk_isinf(a)) return tvk_isinf(b) ? TVK_F32_NAN : (negative ? -TVK_F32_INF : TVK_F32_INF);
+  if (tvk_isinf(b) || tvk_is_zero(a)) return tvk_signed_zero_f32(negative);
+  float t = trunc(tvk_div_rn(a, b));
+  return tvk_is_zero(t) ? tvk_signed_zero_f32(negative) : t;
+}
+
+// The rounding modes for output dtype `dt`. PyTorch computes them for float16 / bfloat16 in
+// that dtype's scalar arithmetic (CPU and CUDA alike: c10::Half operators round each result):
+//   trunc: trunc(half(a / b));
+//   floor: num = half(a - fmod(a, b)), q = half(num / b), q = half(q - 1) when the signs of
+//          fmod and b differ, then floor (+1, rounded) as in div_floor_floating.
+// Each rounding here is of an exactly computed (or correctly rounded) float32 value, as there.
+float tvk_div_trunc(float a, float b, int dt) {
+  if (dt != DT_FLOAT16 && dt != DT_BFLOAT16) return tvk_div_trunc(a, b);
+  if (tvk_isnan(a) || tvk_isnan(b) || tvk_is_zero(b) || tvk_isinf(a) || tvk_isinf(b) || tvk_is_zero(a))
+    return tvk_div_trunc(a, b);
+  bool negative = tvk_signbit(a) != tvk_signbit(b);
+  float t = trunc(tvk_round_to_dtype(tvk_div_rn(a, b), dt));
+  return tvk_is_zero(t) ? tvk_signed_zero_f32(negative) : t;
+}
+
+float tvk_div_floor(float a, float b, int dt) {
+  if (dt != DT_FLOAT16 && dt != DT_BFLOAT16) return tvk_div_floor(a, b);
+  if (tvk_isnan(a) || tvk_isnan(b)) return TVK_F32_NAN;
+  if (tvk_is_zero(b)) return tvk_div_zero(a, b);
+  bool negative = tvk_signbit(a) != tvk_signbit(b);
+  float m = tvk_fmod(a, b);
+  if (tvk_isnan(m)) return TVK_F32_NAN;
+  precise float diff = a - m;
+  float num = tvk_round_to_dtype(diff, dt);
+  float q = (tvk_is_zero(num) || tvk_isinf(b)) ? tvk_signed_zero_f32(tvk_signbit(num) != tvk_signbit(b))
+                                               : tvk_round_to_dtype(tvk_div_rn(num, b), dt);
+  if (!tvk_is_zero(m) && tvk_signbit(m) != tvk_signbit(b)) q = tvk_round_to_dtype(q - 1.0, dt);
+  if (tvk_is_zero(q)) return tvk_signed_zero_f32(negative);
+  if (tvk_isinf(q)) return q;
+  float f = floor(q);  // q is a 16-bit value: so is floor(q)
+  if (q - f > 0.5) f = tvk_round_to_dtype(f + 1.0, dt);
+  return f;
+}
 
 // lerp(a, b, w) = a + w * (b - a), evaluated with exact intermediate sums and products so
 // that it stays accurate when the result cancels; torch's formula for non-finite cases.

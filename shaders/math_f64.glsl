@@ -337,8 +337,13 @@ double tvk_copysign(double a, double b) {
 }
 bool tvk_signbit(double a) { return doubleBitsToUint64(a) >= 0x8000000000000000ul; }
 
+bool tvk_is_zero(double x) { return (doubleBitsToUint64(x) & 0x7ffffffffffffffful) == 0ul; }
+double tvk_signed_zero_f64(bool negative) {
+  return uint64BitsToDouble(negative ? 0x8000000000000000ul : 0ul);
+}
+
 double tvk_div_zero(double a, double b) {
-  if (a == 0.0lf || tvk_isnan(a)) return TVK_F64_NAN;
+  if (tvk_is_zero(a) || tvk_isnan(a)) return TVK_F64_NAN;
   return (tvk_signbit(a) != tvk_signbit(b)) ? -TVK_F64_INF : TVK_F64_INF;
 }
 
@@ -396,22 +401,78 @@ double tvk_fmod(double x, double y) {
 
 double tvk_remainder(double a, double b) {
   double m = tvk_fmod(a, b);
-  if (m != 0.0lf && ((b < 0.0lf) != (m < 0.0lf))) m += b;
+  if (!tvk_is_zero(m) && !tvk_isnan(m) && tvk_signbit(b) != tvk_signbit(m)) m += b;
   return m;
 }
 
+// Exact quotients for torch.div(rounding_mode=...): as the float32 versions in math.glsl, with
+// 53-bit significands. N = ma 2^s needs 106 bits, but only N - Q mb is used and it is small, so
+// the wrapping 64-bit arithmetic still gives it exactly.
+uint64_t tvk_split_f64(double x, out int e) {
+  uint64_t u = doubleBitsToUint64(x) & 0x7ffffffffffffffful;
+  int biased = int(u >> 52);
+  if (biased != 0) {
+    e = biased - 1075;
+    return (u & 0xffffffffffffful) | 0x10000000000000ul;
+  }
+  uint hi = uint(u >> 32), lo = uint(u);
+  int msb = hi != 0u ? 32 + findMSB(hi) : findMSB(lo);
+  int shift = 52 - msb;
+  e = -1074 - shift;
+  return u << uint64_t(shift);
+}
+
+double tvk_div_rn(double a, double b) {
+  int ea, eb;
+  uint64_t ma = tvk_split_f64(a, ea);
+  uint64_t mb = tvk_split_f64(b, eb);
+  int s = ma >= mb ? 52 : 53;
+  uint64_t n = ma << uint64_t(s);  // low 64 bits of N
+  uint64_t q = uint64_t((double(ma) / double(mb)) * double(1ul << uint64_t(s)));
+  int64_t r = int64_t(n - q * mb);
+  for (int i = 0; i < 8 && r < 0l; ++i) {
+    q -= 1ul;
+    r += int64_t(mb);
+  }
+  for (int i = 0; i < 8 && r >= int64_t(mb); ++i) {
+    q += 1ul;
+    r -= int64_t(mb);
+  }
+  if (2l * r > int64_t(mb) || (2l * r == int64_t(mb) && (q & 1ul) == 1ul)) q += 1ul;
+  double mag = tvk_ldexp(double(q), ea - eb - s);  // q <= 2^53: exact conversion
+  return uint64BitsToDouble(doubleBitsToUint64(mag) |
+                            ((doubleBitsToUint64(a) ^ doubleBitsToUint64(b)) & 0x8000000000000000ul));
+}
+
 double tvk_div_floor(double a, double b) {
-  if (b == 0.0lf) return tvk_div_zero(a, b);
+  if (tvk_isnan(a) || tvk_isnan(b)) return TVK_F64_NAN;
+  if (tvk_is_zero(b)) return tvk_div_zero(a, b);
+  bool negative = tvk_signbit(a) != tvk_signbit(b);
   double m = tvk_fmod(a, b);
-  precise double q = (a - m) / b;
-  if (m != 0.0lf && ((b < 0.0lf) != (m < 0.0lf))) q -= 1.0lf;
-  if (q == 0.0lf) return tvk_copysign(0.0lf, tvk_signbit(a) != tvk_signbit(b) ? -1.0lf : 1.0lf);
+  if (tvk_isnan(m)) return TVK_F64_NAN;
+  precise double num = a - m;
+  double q = (tvk_is_zero(num) || tvk_isinf(b)) ? tvk_signed_zero_f64(tvk_signbit(num) != tvk_signbit(b))
+                                                : tvk_div_rn(num, b);
+  if (!tvk_is_zero(m) && tvk_signbit(m) != tvk_signbit(b)) q -= 1.0lf;
+  if (tvk_is_zero(q)) return tvk_signed_zero_f64(negative);
+  if (tvk_isinf(q)) return q;
   double f = floor(q);
   if (q - f > 0.5lf) f += 1.0lf;
   return f;
 }
 
-double tvk_div_trunc(double a, double b) { return b == 0.0lf ? tvk_div_zero(a, b) : tvk_trunc(a / b); }
+double tvk_div_trunc(double a, double b) {
+  if (tvk_isnan(a) || tvk_isnan(b)) return TVK_F64_NAN;
+  if (tvk_is_zero(b)) return tvk_div_zero(a, b);
+  bool negative = tvk_signbit(a) != tvk_signbit(b);
+  if (tvk_isinf(a)) return tvk_isinf(b) ? TVK_F64_NAN : (negative ? -TVK_F64_INF : TVK_F64_INF);
+  if (tvk_isinf(b) || tvk_is_zero(a)) return tvk_signed_zero_f64(negative);
+  double t = tvk_trunc(tvk_div_rn(a, b));
+  return tvk_is_zero(t) ? tvk_signed_zero_f64(negative) : t;
+}
+// The output dtype only matters for float16 / bfloat16 (math.glsl); float64 has its own kind.
+double tvk_div_trunc(double a, double b, int dt) { return tvk_div_trunc(a, b); }
+double tvk_div_floor(double a, double b, int dt) { return tvk_div_floor(a, b); }
 
 double tvk_lerp(double a, double b, double w) {
   double r = abs(w) < 0.5lf ? a + w * (b - a) : b - (b - a) * (1.0lf - w);

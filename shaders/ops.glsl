@@ -10,13 +10,41 @@ bool tvk_truth(T x) { return !(x == T(0)); }
 
 T tvk_bool(bool v) { return v ? T(1) : T(0); }
 
-// NaN-propagating maximum/minimum (torch.maximum): if neither ordering nor equality holds, an
-// operand is NaN and a + b is NaN. For integers the last branch is never taken.
-T tvk_maximum(T a, T b) { return a > b ? a : (b > a ? b : (a == b ? a : a + b)); }
-T tvk_minimum(T a, T b) { return a < b ? a : (b < a ? b : (a == b ? a : a + b)); }
+// NaN semantics. PyTorch propagates NaN through relu, clamp, maximum, max reductions, ...;
+// GLSL's max/min/clamp are undefined for NaN operands (NVIDIA returns the other operand), and
+// without the SignedZeroInfNanPreserve execution mode (runtime/pipeline.h adds it where the
+// device supports it) a driver may assume that no float is NaN and fold comparison chains
+// such as `a < 0 ? 0 : a` into max(a, 0) -- measured: relu(NaN) gave 0 on an H200. So every
+// NaN decision here is the bit test of math.glsl (integer compares on the bits, which no float
+// optimization can fold) and NaN operands are returned explicitly, never produced by max/min
+// or by arithmetic on a NaN.
+#if T_IS_FLOAT
+bool tvk_nan(T x) { return tvk_isnan(x); }
+#else
+bool tvk_nan(T x) { return false; }
+#endif
 
-// relu keeps NaN (NaN < 0 is false) and -0.0, like torch.relu.
-T tvk_relu(T a) { return a < T(0) ? T(0) : a; }
+// torch.maximum/minimum: a NaN operand wins (the first one if both are NaN); otherwise
+// std::max/std::min, which return `a` on ties (so maximum(-0, +0) = -0, as the CPU's scalar
+// path; its vectorized path returns b on signed-zero ties, so tests avoid that case).
+T tvk_maximum(T a, T b) { return tvk_nan(a) ? a : (tvk_nan(b) ? b : (a < b ? b : a)); }
+T tvk_minimum(T a, T b) { return tvk_nan(a) ? a : (tvk_nan(b) ? b : (b < a ? b : a)); }
+
+// relu keeps NaN and -0.0, like torch.relu (CPU: clamp_min(x, 0) with -0 kept).
+T tvk_relu(T a) { return (tvk_nan(a) || !(a < T(0))) ? a : T(0); }
+
+// torch.clamp(x, lo, hi) with scalar bounds: NaN x or NaN bound gives NaN (the CPU's vectorized
+// minimum(maximum(x, lo), hi)); hi wins when lo > hi.
+T tvk_clamp(T x, T lo, T hi) { return tvk_minimum(tvk_maximum(x, lo), hi); }
+
+#if T_IS_FLOAT
+// hardswish: x * min(max(x + 3, 0), 6) / 6 with NaN kept; -inf gives -inf * 0 = NaN as on the CPU.
+T tvk_hardswish(T x) {
+  if (tvk_nan(x)) return x;
+  T r6 = x + T(3) < T(0) ? T(0) : (x + T(3) > T(6) ? T(6) : x + T(3));
+  return x * r6 / T(6);
+}
+#endif
 
 // torch.sign: 0 for NaN and for +-0.
 T tvk_sign(T a) { return tvk_bool(a > T(0)) - tvk_bool(a < T(0)); }

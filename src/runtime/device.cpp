@@ -55,6 +55,15 @@ bool env_flag(const char* name) {
   return s == "1" || s == "true" || s == "yes" || s == "on";
 }
 
+// True when the variable is set to an explicit "off" value (0 / false / no / off).
+bool env_flag_off(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) return false;
+  std::string s(v);
+  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+  return s == "0" || s == "false" || s == "no" || s == "off";
+}
+
 std::string vendor_name(uint32_t id) {
   switch (id) {
     case 0x10DE: return "NVIDIA";
@@ -244,12 +253,27 @@ void probe_device(VkPhysicalDevice pd, uint32_t instance_api, Probe* p) {
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   VkPhysicalDeviceMaintenance3Properties m3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
   VkPhysicalDeviceMaintenance4Properties m4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
+  VkPhysicalDeviceFloatControlsProperties float_controls{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props2.pNext = &subgroup;
   subgroup.pNext = &driver;
-  driver.pNext = &m3;
+  driver.pNext = &float_controls;
+  float_controls.pNext = &m3;
   if (p->maintenance4) m3.pNext = &m4;
   vk::vkGetPhysicalDeviceProperties2(pd, &props2);
+  c.signed_zero_inf_nan_preserve = {float_controls.shaderSignedZeroInfNanPreserveFloat16 == VK_TRUE,
+                                    float_controls.shaderSignedZeroInfNanPreserveFloat32 == VK_TRUE,
+                                    float_controls.shaderSignedZeroInfNanPreserveFloat64 == VK_TRUE};
+  c.denorm_preserve = {float_controls.shaderDenormPreserveFloat16 == VK_TRUE,
+                       float_controls.shaderDenormPreserveFloat32 == VK_TRUE,
+                       float_controls.shaderDenormPreserveFloat64 == VK_TRUE};
+  c.denorm_behavior_independence = static_cast<uint32_t>(float_controls.denormBehaviorIndependence);
+  // TORCH_VK_FLOAT_CONTROLS=0: leave the modules unpatched (the driver's default float behavior).
+  if (env_flag_off("TORCH_VK_FLOAT_CONTROLS")) {
+    c.signed_zero_inf_nan_preserve = {};
+    c.denorm_preserve = {};
+  }
   c.driver_name = driver.driverName;
   c.driver_info = driver.driverInfo;
   c.max_memory_allocation_size = m3.maxMemoryAllocationSize;

@@ -49,6 +49,15 @@ struct DeviceCapabilities {
   bool cooperative_matrix = false;     // VK_KHR_cooperative_matrix present and enabled
   bool memory_budget = false;          // VK_EXT_memory_budget present
 
+  // SPIR-V float controls (VkPhysicalDeviceFloatControlsProperties, Vulkan 1.2 core). Index
+  // 0/1/2 = 16/32/64-bit floats. The pipeline cache patches every module to request these modes
+  // where supported (see pipeline.h, FloatControlsRequest); TORCH_VK_FLOAT_CONTROLS=0 clears
+  // them (the driver's default float behavior, e.g. fast math and flushed denormals).
+  std::array<bool, 3> signed_zero_inf_nan_preserve{};  // shaderSignedZeroInfNanPreserveFloat16/32/64
+  std::array<bool, 3> denorm_preserve{};               // shaderDenormPreserveFloat16/32/64
+  // VkShaderFloatControlsIndependence: 0 = 32-bit only, 1 = all, 2 = none.
+  uint32_t denorm_behavior_independence = 2;
+
   // Subgroups.
   uint32_t subgroup_size = 0;
   bool subgroup_basic = false, subgroup_vote = false, subgroup_arithmetic = false,

@@ -17,7 +17,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <set>
+#include <stdexcept>
+#include <tuple>
 
 #include "runtime/device.h"
 #include "runtime/error.h"
@@ -99,9 +102,185 @@ bool header_matches(const std::vector<char>& data, const DeviceCapabilities& cap
          std::memcmp(data.data() + 16, caps.pipeline_cache_uuid.data(), VK_UUID_SIZE) == 0;
 }
 
+// ---------------------------------------------------------------------------------------------
+// SPIR-V float controls patch. Numbers from the SPIR-V specification (spirv.core.grammar.json).
+namespace spirv {
+constexpr uint32_t kMagic = 0x07230203u;
+constexpr uint32_t kHeaderWords = 5;
+constexpr uint32_t kOpExtension = 10;
+constexpr uint32_t kOpEntryPoint = 15;
+constexpr uint32_t kOpExecutionMode = 16;
+constexpr uint32_t kOpCapability = 17;
+constexpr uint32_t kOpTypeFloat = 22;
+constexpr uint32_t kOpExecutionModeId = 331;
+constexpr uint32_t kCapabilityDenormPreserve = 4464;
+constexpr uint32_t kCapabilitySignedZeroInfNanPreserve = 4466;
+constexpr uint32_t kModeDenormPreserve = 4459;
+constexpr uint32_t kModeDenormFlushToZero = 4460;
+constexpr uint32_t kModeSignedZeroInfNanPreserve = 4461;
+constexpr char kFloatControlsExtension[] = "SPV_KHR_float_controls";
+constexpr uint32_t kVersion1_4 = 0x00010400u;
+
+uint32_t instruction(uint32_t opcode, uint32_t word_count) { return (word_count << 16) | opcode; }
+
+// A literal string operand: UTF-8 bytes, NUL-terminated, zero-padded to whole words, packed
+// little-endian (first byte in the low-order bits).
+std::vector<uint32_t> literal_string(const char* text) {
+  const size_t n = std::strlen(text) + 1;
+  std::vector<uint32_t> out((n + 3) / 4, 0u);
+  for (size_t i = 0; i < n - 1; ++i)
+    out[i / 4] |= static_cast<uint32_t>(static_cast<unsigned char>(text[i])) << (8 * (i % 4));
+  return out;
+}
+
+// The string operand starting at words[0] (at most `max_words` words), without its padding.
+std::string read_literal_string(const uint32_t* words, size_t max_words) {
+  std::string out;
+  for (size_t w = 0; w < max_words; ++w) {
+    for (int b = 0; b < 4; ++b) {
+      const char c = static_cast<char>((words[w] >> (8 * b)) & 0xffu);
+      if (c == '\0') return out;
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+int width_index(uint32_t bits) { return bits == 16 ? 0 : bits == 32 ? 1 : bits == 64 ? 2 : -1; }
+constexpr uint32_t kWidths[3] = {16, 32, 64};
+}  // namespace spirv
+
 }  // namespace
 
-PipelineCache::PipelineCache(Device& device) : device_(device) {
+FloatControlsRequest float_controls_request(const DeviceCapabilities& caps) {
+  FloatControlsRequest r;
+  r.signed_zero_inf_nan_preserve = caps.signed_zero_inf_nan_preserve;
+  r.denorm_preserve = caps.denorm_preserve;
+  r.denorm_behavior_independence = caps.denorm_behavior_independence;
+  return r;
+}
+
+std::vector<uint32_t> patch_float_controls(const uint32_t* words, size_t word_count,
+                                           const FloatControlsRequest& request) {
+  using namespace spirv;
+  if (!words || word_count < kHeaderWords || words[0] != kMagic)
+    throw std::invalid_argument("patch_float_controls: not a SPIR-V module (bad magic or size)");
+  const uint32_t version = words[1];
+
+  // One pass over the module: what it declares, and where each section ends (the word index
+  // after its last instruction; 0 = section absent).
+  std::set<uint32_t> capabilities;
+  bool has_extension = false;
+  std::vector<uint32_t> entry_points;
+  std::set<std::tuple<uint32_t, uint32_t, uint32_t>> modes;  // (entry, mode, width)
+  std::array<bool, 3> declared{};                             // OpTypeFloat widths
+  std::array<bool, 3> flush_to_zero{};                        // widths with DenormFlushToZero
+  size_t capability_end = 0, extension_end = 0, entry_point_end = 0, mode_end = 0;
+  for (size_t pos = kHeaderWords; pos < word_count;) {
+    const uint32_t opcode = words[pos] & 0xffffu;
+    const uint32_t count = words[pos] >> 16;
+    if (count == 0 || count > word_count - pos)
+      throw std::invalid_argument("patch_float_controls: truncated instruction at word " +
+                                  std::to_string(pos));
+    const uint32_t* op = words + pos;
+    const size_t end = pos + count;
+    switch (opcode) {
+      case kOpCapability:
+        if (count >= 2) capabilities.insert(op[1]);
+        capability_end = end;
+        break;
+      case kOpExtension:
+        if (count >= 2 && read_literal_string(op + 1, count - 1) == kFloatControlsExtension)
+          has_extension = true;
+        extension_end = end;
+        break;
+      case kOpEntryPoint:
+        if (count >= 3) entry_points.push_back(op[2]);
+        entry_point_end = end;
+        break;
+      case kOpExecutionMode:
+      case kOpExecutionModeId:
+        if (opcode == kOpExecutionMode && count >= 4) {
+          modes.emplace(op[1], op[2], op[3]);
+          const int w = width_index(op[3]);
+          if (op[2] == kModeDenormFlushToZero && w >= 0) flush_to_zero[w] = true;
+        }
+        mode_end = end;
+        break;
+      case kOpTypeFloat:
+        if (count >= 3 && width_index(op[2]) >= 0) declared[width_index(op[2])] = true;
+        break;
+      default:
+        break;
+    }
+    pos = end;
+  }
+
+  // Modes to request, per width.
+  std::array<bool, 3> want_szinp{}, want_denorm{};
+  for (int w = 0; w < 3; ++w) {
+    want_szinp[w] = declared[w] && request.signed_zero_inf_nan_preserve[w];
+    want_denorm[w] = declared[w] && request.denorm_preserve[w] && !flush_to_zero[w];
+  }
+  // Denorm independence: the widths that must share one denorm mode get it together or not at all.
+  auto keep_together = [&](std::initializer_list<int> group) {
+    bool all = true;
+    for (int w : group) all = all && (!declared[w] || want_denorm[w]);
+    if (!all)
+      for (int w : group) want_denorm[w] = false;
+  };
+  if (request.denorm_behavior_independence == 2) keep_together({0, 1, 2});        // NONE
+  else if (request.denorm_behavior_independence == 0) keep_together({0, 2});      // 32_BIT_ONLY
+
+  std::vector<uint32_t> new_modes;
+  bool uses_szinp = false, uses_denorm = false;
+  for (uint32_t entry : entry_points) {
+    for (int w = 0; w < 3; ++w) {
+      const std::pair<bool, uint32_t> wanted[2] = {{want_szinp[w], kModeSignedZeroInfNanPreserve},
+                                                   {want_denorm[w], kModeDenormPreserve}};
+      for (const auto& [want, mode] : wanted) {
+        if (!want) continue;
+        (mode == kModeDenormPreserve ? uses_denorm : uses_szinp) = true;
+        if (modes.count({entry, mode, kWidths[w]})) continue;
+        new_modes.insert(new_modes.end(), {instruction(kOpExecutionMode, 4), entry, mode, kWidths[w]});
+      }
+    }
+  }
+  std::vector<uint32_t> new_capabilities;
+  if (uses_szinp && !capabilities.count(kCapabilitySignedZeroInfNanPreserve))
+    new_capabilities.insert(new_capabilities.end(),
+                            {instruction(kOpCapability, 2), kCapabilitySignedZeroInfNanPreserve});
+  if (uses_denorm && !capabilities.count(kCapabilityDenormPreserve))
+    new_capabilities.insert(new_capabilities.end(),
+                            {instruction(kOpCapability, 2), kCapabilityDenormPreserve});
+  std::vector<uint32_t> new_extension;
+  if ((uses_szinp || uses_denorm) && version < kVersion1_4 && !has_extension) {
+    std::vector<uint32_t> name = literal_string(kFloatControlsExtension);
+    new_extension.push_back(instruction(kOpExtension, static_cast<uint32_t>(name.size() + 1)));
+    new_extension.insert(new_extension.end(), name.begin(), name.end());
+  }
+
+  std::vector<uint32_t> out(words, words + word_count);
+  if (new_modes.empty() && new_capabilities.empty() && new_extension.empty()) return out;
+  // Insertion points in the original module, in layout order.
+  if (capability_end == 0) capability_end = kHeaderWords;
+  if (extension_end == 0) extension_end = capability_end;
+  if (mode_end == 0) mode_end = entry_point_end;
+  if (mode_end == 0) throw std::invalid_argument("patch_float_controls: module has no OpEntryPoint");
+  out.clear();
+  out.reserve(word_count + new_modes.size() + new_capabilities.size() + new_extension.size());
+  out.insert(out.end(), words, words + capability_end);
+  out.insert(out.end(), new_capabilities.begin(), new_capabilities.end());
+  out.insert(out.end(), words + capability_end, words + extension_end);
+  out.insert(out.end(), new_extension.begin(), new_extension.end());
+  out.insert(out.end(), words + extension_end, words + mode_end);
+  out.insert(out.end(), new_modes.begin(), new_modes.end());
+  out.insert(out.end(), words + mode_end, words + word_count);
+  return out;
+}
+
+PipelineCache::PipelineCache(Device& device)
+    : device_(device), float_controls_(float_controls_request(device.caps())) {
   VkDevice dev = device.handle();
   const DeviceCapabilities& caps = device.caps();
 
@@ -172,9 +351,14 @@ VkPipeline PipelineCache::get(const ShaderBinary& shader, uint32_t workgroup_siz
   if (it != pipelines_.end()) return it->second;
 
   VkDevice dev = device_.handle();
+  // The float-control modes are added here, on the one path every module takes (embedded
+  // and run-time generated shaders alike); the pipeline key stays the original binary.
+  std::vector<uint32_t> patched;
+  if (float_controls_.any())
+    patched = patch_float_controls(shader.spirv, shader.spirv_bytes / 4, float_controls_);
   VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-  mi.codeSize = shader.spirv_bytes;
-  mi.pCode = shader.spirv;
+  mi.codeSize = patched.empty() ? shader.spirv_bytes : patched.size() * sizeof(uint32_t);
+  mi.pCode = patched.empty() ? shader.spirv : patched.data();
   VkShaderModule module = VK_NULL_HANDLE;
   TVK_VK_CHECK_DEV(vk::vkCreateShaderModule(dev, &mi, nullptr, &module), device_.index());
 

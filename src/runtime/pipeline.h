@@ -8,6 +8,7 @@
 // $TORCH_VK_CACHE_DIR (default ~/.cache/torch_vk), one file per pipelineCacheUUID+device.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -21,6 +22,46 @@
 namespace tvk {
 
 class Device;
+struct DeviceCapabilities;
+
+// SPIR-V float controls (SPV_KHR_float_controls, core in SPIR-V 1.4 / Vulkan 1.2).
+//
+// Without execution modes, Vulkan lets a driver ignore the sign of zero and assume that no
+// operand or result is NaN or infinity (fast math), and flush denormals. Measured on an NVIDIA
+// H200: relu(NaN) gave 0 and silu(-90) gave -0 (the denormal flushed). PyTorch's CPU results
+// keep all of them, so every module gets, per float width it declares and where the device
+// supports it:
+//   OpExecutionMode <entry> SignedZeroInfNanPreserve <width>
+//   OpExecutionMode <entry> DenormPreserve <width>
+// (with their OpCapability, and OpExtension "SPV_KHR_float_controls" below SPIR-V 1.4).
+// Index 0/1/2 of the arrays = 16/32/64-bit floats.
+struct FloatControlsRequest {
+  std::array<bool, 3> signed_zero_inf_nan_preserve{};
+  std::array<bool, 3> denorm_preserve{};
+  // VkShaderFloatControlsIndependence: 0 = 32-bit only, 1 = all, 2 = none. With "none" the
+  // denorm mode is set for every width a module declares or for none; with "32-bit only",
+  // 16 and 64 bits get it together or not at all.
+  uint32_t denorm_behavior_independence = 1;
+  bool any() const {
+    for (int i = 0; i < 3; ++i)
+      if (signed_zero_inf_nan_preserve[i] || denorm_preserve[i]) return true;
+    return false;
+  }
+};
+
+// What the device supports (already empty when TORCH_VK_FLOAT_CONTROLS=0, see device.h).
+FloatControlsRequest float_controls_request(const DeviceCapabilities& caps);
+
+// Returns `words` (a SPIR-V module) with the float-control modes of `request` added for every
+// entry point, restricted to the float widths the module declares (OpTypeFloat), and placed
+// where the logical layout requires: capabilities after the last OpCapability, the extension
+// after the last OpExtension (or the capabilities), execution modes after the last
+// OpExecutionMode(Id) (or the last OpEntryPoint). Modes, capabilities and the extension that
+// are already present are not repeated; a width that already has DenormFlushToZero keeps it.
+// Returns an unchanged copy when nothing applies. Throws std::invalid_argument for a malformed
+// module (bad magic, truncated instruction).
+std::vector<uint32_t> patch_float_controls(const uint32_t* words, size_t word_count,
+                                           const FloatControlsRequest& request);
 
 // A SPIR-V module with one compute entry point "main". Its local_size_x comes from
 // specialization constant 0 (declared `layout(local_size_x_id = 0) in;`), so one binary serves
@@ -53,12 +94,15 @@ class PipelineCache {
   // Writes the driver cache file now.
   void save();
   std::string cache_path() const { return cache_path_; }
+  // The float-control modes every module of this cache is patched with.
+  const FloatControlsRequest& float_controls() const { return float_controls_; }
 
  private:
   Device& device_;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   std::string cache_path_;
+  FloatControlsRequest float_controls_;
   std::mutex mutex_;
   // std::less<>: lookups compare against a tuple of references (no key copy per get()).
   std::map<std::tuple<const void*, uint32_t, std::vector<uint32_t>>, VkPipeline, std::less<>>

@@ -83,6 +83,11 @@ py::dict device_properties(c10::DeviceIndex index) {
   d["subgroup_arithmetic"] = c.subgroup_arithmetic;
   d["subgroup_ballot"] = c.subgroup_ballot;
   d["subgroup_shuffle"] = c.subgroup_shuffle;
+  // SPIR-V float controls requested by every pipeline, per width (16, 32, 64 bits); empty
+  // with TORCH_VK_FLOAT_CONTROLS=0.
+  d["signed_zero_inf_nan_preserve"] = py::make_tuple(
+      c.signed_zero_inf_nan_preserve[0], c.signed_zero_inf_nan_preserve[1], c.signed_zero_inf_nan_preserve[2]);
+  d["denorm_preserve"] = py::make_tuple(c.denorm_preserve[0], c.denorm_preserve[1], c.denorm_preserve[2]);
   // Limits.
   d["max_storage_buffer_range"] = c.max_storage_buffer_range;
   d["max_memory_allocation_size"] = c.max_memory_allocation_size;
