@@ -79,7 +79,12 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Lo
 T ld(int k, int i) { return LOAD_T(pc.addr[k], pc.dtype[k], i); }
 
 #if OP < 10
-T log_sigmoid(T x) { return min(x, T(0)) - tvk_log1p(tvk_exp(-abs(x))); }
+// max / min that return a NaN operand (GLSL's max and min may return either operand for NaN;
+// NVIDIA returns the other one) so that NaN inputs give NaN losses, as on the CPU.
+T nan_max(T a, T b) { return tvk_isnan(a) ? a : max(a, b); }
+T nan_min(T a, T b) { return tvk_isnan(a) ? a : min(a, b); }
+
+T log_sigmoid(T x) { return nan_min(x, T(0)) - tvk_log1p(tvk_exp(-abs(x))); }
 
 void element(uint e) {
   int o[6] = int[6](0, 0, 0, 0, 0, 0);
@@ -123,11 +128,11 @@ void element(uint e) {
   r = x <= -delta ? -norm * g * delta : (x >= delta ? norm * g * delta : norm * x * g);
 #elif OP == 6
   T x = ld(1, o[1]), y = ld(2, o[2]);
-  r = (y - T(1)) * max(tvk_log1p(-x), T(-100)) - y * max(tvk_log(x), T(-100));
+  r = (y - T(1)) * nan_max(tvk_log1p(-x), T(-100)) - y * nan_max(tvk_log(x), T(-100));
   if ((pc.aux0 & 1) != 0) r *= ld(3, o[3]);
 #elif OP == 7
   T g = ld(1, o[1]), x = ld(2, o[2]), y = ld(3, o[3]);
-  r = g * (x - y) / max((T(1) - x) * x, T(1e-12));
+  r = g * (x - y) / nan_max((T(1) - x) * x, T(1e-12));
   if ((pc.aux0 & 1) != 0) r *= ld(4, o[4]);
   r *= P1;
 #elif OP == 8
