@@ -7,8 +7,9 @@ same run and reported as ratios.
 Default (CPU machines, lavapipe): reports
   - GEMM GFLOP/s (float32 mm) for a few square sizes,
   - element-wise GB/s (add of two float32 vectors: 12 bytes per element),
-  - per-op host overhead: wall time per tiny op while recording (no waits), and the
-    dispatch count from torch_vk.stats().
+  - per-op host overhead: wall time per tiny op while recording (no waits), the recording
+    thread's CPU time per op (immune to time lost to lavapipe's threads and other processes),
+    and the dispatch count from torch_vk.stats().
 
 --gpu (chosen automatically when CUDA is present and --quick is not given): GPU-sized
 problems against CUDA PyTorch on the same GPU: GEMM 1024..8192 in float32 / float16 /
@@ -71,18 +72,31 @@ def bench_add(device, n, repeat):
 
 
 def bench_overhead(device, ops):
+    """Per-op host cost of `x = x + 1.0` on a 16-element tensor, recorded without waits.
+
+    Returns (wall us/op while recording, wall us/op including execution, dispatches, CPU us/op
+    of this thread while recording). The thread CPU time is the host overhead proper: on a
+    machine with few cores the wall time also counts the time the recording thread loses to
+    lavapipe's execution threads (and to other processes). One warm-up round first, so that
+    pipeline creation and first-use allocations are not counted."""
+    x = torch.ones(16, device=device)
+    for _ in range(min(ops, 100)):
+        x = x + 1.0
+    sync(device)
     x = torch.ones(16, device=device)
     sync(device)
     if device.type == "vk":
         torch_vk.reset_stats()
     start = time.perf_counter()
+    cpu_start = time.thread_time()
     for _ in range(ops):
         x = x + 1.0
+    cpu = time.thread_time() - cpu_start
     record = time.perf_counter() - start
     dispatches = torch_vk.stats()["dispatches"] if device.type == "vk" else ops
     sync(device)
     total = time.perf_counter() - start
-    return record / ops * 1e6, total / ops * 1e6, dispatches
+    return record / ops * 1e6, total / ops * 1e6, dispatches, cpu / ops * 1e6
 
 
 def run_cpu_preset(args, vk, ref, results):
@@ -299,12 +313,14 @@ def main():
     else:
         run_cpu_preset(args, vk, ref, results)
     ops = 500 if args.quick or args.tiny else 5000
-    rec, tot, disp = bench_overhead(vk, ops)
-    ref_rec, ref_tot, _ = bench_overhead(ref, ops)
+    rec, tot, disp, cpu = bench_overhead(vk, ops)
+    ref_rec, ref_tot, _, ref_cpu = bench_overhead(ref, ops)
     results["overhead"] = {"vk_record_us": rec, "vk_total_us": tot, "vk_dispatches": disp,
+                           "vk_record_thread_cpu_us": cpu, "ref_thread_cpu_us": ref_cpu,
                            "ref_us": ref_tot}
     print(f"host overhead per op: vk {rec:.2f} us recording ({tot:.2f} us incl. execution, "
-          f"{disp / ops:.2f} dispatches/op); {ref.type} {ref_tot:.2f} us")
+          f"{disp / ops:.2f} dispatches/op); {ref.type} {ref_tot:.2f} us\n"
+          f"host thread CPU time per op: vk {cpu:.2f} us, {ref.type} {ref_cpu:.2f} us")
     torch_vk.set_fallback_mode(fallback)
     if args.json:
         with open(args.json, "w") as f:

@@ -78,25 +78,31 @@ void launch_elementwise(at::TensorIteratorBase& iter, const char* op, ComputeKin
       // Passed by value in the kernel's compute type, as CUDA's kernels do with their
       // opmath scalars: a Python float next to a float16 tensor stays an fp32 value.
       for (int d = 0; d < iter.ndim(); ++d) geometry.strides[i][d] = 0;
-      const c10::Scalar value = iter.tensor(i).item();
+      // The value is read straight from the scalar's CPU memory (the same value item() would
+      // give, without a dispatcher round trip per op). An integer kernel fed a floating scalar
+      // takes item()'s checked conversion, which raises on overflow.
+      const bool checked_to_integer =
+          (kind == ComputeKind::Int64 || kind == ComputeKind::Int32) && at::isFloatingType(dtype);
       switch (kind) {
         case ComputeKind::Float32: {
-          const float v = static_cast<float>(value.toDouble());
+          const float v = static_cast<float>(iter.scalar_value<double>(i));
           operands[i] = {stream.upload_params(&v, sizeof v), kernels::DType::Float32};
           break;
         }
         case ComputeKind::Float64: {
-          const double v = value.toDouble();
+          const double v = iter.scalar_value<double>(i);
           operands[i] = {stream.upload_params(&v, sizeof v), kernels::DType::Float64};
           break;
         }
         case ComputeKind::Int64: {
-          const int64_t v = value.toLong();
+          const int64_t v =
+              checked_to_integer ? iter.tensor(i).item().toLong() : iter.scalar_value<int64_t>(i);
           operands[i] = {stream.upload_params(&v, sizeof v), kernels::DType::Int64};
           break;
         }
         case ComputeKind::Int32: {
-          const int32_t v = static_cast<int32_t>(value.toLong());
+          const int32_t v = static_cast<int32_t>(
+              checked_to_integer ? iter.tensor(i).item().toLong() : iter.scalar_value<int64_t>(i));
           operands[i] = {stream.upload_params(&v, sizeof v), kernels::DType::Int32};
           break;
         }

@@ -41,6 +41,10 @@ struct ForkHandlerRegistration {
 thread_local c10::DeviceIndex tl_current_device = 0;
 // Current stream id of this thread, per device (0 = default stream).
 thread_local std::array<uint32_t, kMaxDevices> tl_current_streams{};
+// The tvk::Stream of tl_current_streams[index], resolved on first use (null: not resolved).
+// Streams live as long as their device, so the pointer stays valid; it saves the device's
+// stream-table lock on every op. Reset whenever the current stream changes.
+thread_local std::array<tvk::Stream*, kMaxDevices> tl_current_stream_objects{};
 
 std::string unavailable_message() {
   std::string reason;
@@ -128,8 +132,12 @@ c10::Stream make_c10_stream(c10::DeviceIndex index, uint32_t id) {
 
 tvk::Stream& current_stream(c10::DeviceIndex index) {
   index = resolve_index(index);
-  tvk::Device& device = vk_device(index);
-  return device.stream(tl_current_streams[index]);
+  tvk::Device& device = vk_device(index);  // also refuses use after a bad fork
+  tvk::Stream* cached = tl_current_stream_objects[index];
+  if (cached != nullptr && &cached->device() == &device) return *cached;
+  tvk::Stream& stream = device.stream(tl_current_streams[index]);
+  tl_current_stream_objects[index] = &stream;
+  return stream;
 }
 
 c10::Stream current_c10_stream(c10::DeviceIndex index) {
@@ -144,6 +152,7 @@ void set_current_c10_stream(const c10::Stream& stream) {
   TORCH_CHECK(stream.id() >= 0 && stream.id() <= static_cast<c10::StreamId>(UINT32_MAX),
               "torch-vk: invalid stream id ", stream.id());
   tl_current_streams[index] = static_cast<uint32_t>(stream.id());
+  tl_current_stream_objects[index] = nullptr;
 }
 
 tvk::Stream& stream_of(const c10::Stream& stream) {
