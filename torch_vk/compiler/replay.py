@@ -158,7 +158,8 @@ class ReplayRunner:
         self.captures += 1
         _STATS["captures"] += 1
         self.graph = graph
-        self.stream = torch.vk.current_stream()
+        # (stream id, device index, device type) of the capturing stream: replay only there.
+        self.stream = native._current_stream()
         self.static_inputs = own
         self.input_meta = [(t.data_ptr(), t.shape, t.stride()) for t in inputs]
         self.static_outputs = outs
@@ -171,7 +172,7 @@ class ReplayRunner:
         return self._hand_out(args)
 
     def _replay(self, args: Sequence[torch.Tensor]) -> Any:
-        if torch.vk.current_stream() != self.stream:
+        if _native()._current_stream() != self.stream:
             return self.fn(*args)
         for arg, buf, (ptr, shape, stride) in zip(args, self.static_inputs, self.input_meta):
             if arg.shape != shape or arg.stride() != stride:
