@@ -55,7 +55,7 @@ layout(push_constant) uniform Push {
   uint64_t pd_bits[2];
 #endif
   float pf[2];         //  72
-  int64_t pi;          //  80: ignore_index
+  int64_t pi;          //  80: ignore_index (nll); the stream's error record (bce)
   int numel;           //  88
   int mode;            //  92: ndim (element-wise) or flags (nll)
   int dtype[6];        //  96
@@ -128,6 +128,12 @@ void element(uint e) {
   r = x <= -delta ? -norm * g * delta : (x >= delta ? norm * g * delta : norm * x * g);
 #elif OP == 6
   T x = ld(1, o[1]), y = ld(2, o[2]);
+  // The CPU refuses probabilities outside [0, 1] (NaN included): report to the error record
+  // (its address in pc.pi) and compute on, the host raises at its next wait.
+  if (tvk_isnan(x) || x < T(0) || x > T(1))
+    tvk_report_index_error(uint64_t(pc.pi), TVK_ERR_BCE_INPUT_OUT_OF_RANGE, 0l, 0l);
+  else if (tvk_isnan(y) || y < T(0) || y > T(1))
+    tvk_report_index_error(uint64_t(pc.pi), TVK_ERR_BCE_TARGET_OUT_OF_RANGE, 0l, 0l);
   r = (y - T(1)) * nan_max(tvk_log1p(-x), T(-100)) - y * nan_max(tvk_log(x), T(-100));
   if ((pc.aux0 & 1) != 0) r *= ld(3, o[3]);
 #elif OP == 7

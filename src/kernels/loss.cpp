@@ -143,6 +143,8 @@ void loss_elementwise(Stream& stream, const LossElementwise& p) {
   set_params(push, p.param, p.norm);
   push.numel = static_cast<int32_t>(p.numel);
   push.aux0 = (p.has_weight ? 1 : 0) | (p.has_pos_weight ? 2 : 0);
+  // Inputs or targets outside [0, 1] are reported there (DeviceErrorCode::Bce*OutOfRange).
+  if (p.op == LossOp::Bce) push.pi = static_cast<int64_t>(stream.device_error_address());
   dispatch(stream, std::string("loss.") + op_name(p.op) + (f64 ? ".float64" : ".float32"), p.numel, push);
 }
 

@@ -24,6 +24,8 @@ enum class LossOp : int32_t {
   HuberBackward = 5,     // d <= -delta ? -norm g delta : d >= delta ? norm g delta : norm d g
   Bce = 6,               // (y - 1) max(log1p(-x), -100) - y max(log x, -100), times w
                          //                                                   in = {x, y[, w]}
+                         // x or y outside [0, 1] or NaN: reported as a device error
+                         // (Bce{Input,Target}OutOfRange, thrown at the stream's next wait)
   BceBackward = 7,       // norm * w * g (x - y) / max((1 - x) x, 1e-12)      in = {g, x, y[, w]}
   BceWithLogits = 8,     // w ((1 - y) x - (1 + (pw - 1) y) log_sigmoid(x))  in = {x, y, w, pw}
 };

@@ -63,6 +63,10 @@ enum class DeviceErrorCode : uint32_t {
   MaskedScatterSourceTooSmall = 6,
   // IndexError "Target {index} is out of bounds." (nll_loss and friends)
   TargetOutOfBounds = 7,
+  // RuntimeError "all elements of input should be between 0 and 1" (binary_cross_entropy)
+  BceInputOutOfRange = 8,
+  // RuntimeError "all elements of target should be between 0 and 1" (binary_cross_entropy)
+  BceTargetOutOfRange = 9,
 };
 
 // Layout of the per-stream error record in device memory (mirrored by TvkErrorRecord in

@@ -680,6 +680,10 @@ void throw_device_error(const DeviceErrorRecord& r) {
       throw DeviceAssertError("Number of elements of source < number of ones in mask");
     case DeviceErrorCode::TargetOutOfBounds:
       throw IndexError(detail::concat("Target ", r.index, " is out of bounds."));
+    case DeviceErrorCode::BceInputOutOfRange:
+      throw DeviceAssertError("all elements of input should be between 0 and 1");
+    case DeviceErrorCode::BceTargetOutOfRange:
+      throw DeviceAssertError("all elements of target should be between 0 and 1");
     default:
       throw DeviceAssertError(detail::concat("torch-vk: a kernel reported device error code ",
                                              r.code, " (index ", r.index, ", size ", r.size,

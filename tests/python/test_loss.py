@@ -298,3 +298,18 @@ def test_nan_inputs_give_nan_losses_like_cpu(dtype):
     check_grad(lambda a, b: fn(a, b, reduction="none"), [logits, y], [True, False], dtype)
     got = F.logsigmoid(logits.to(VK)).cpu()
     torch.testing.assert_close(got, F.logsigmoid(logits), equal_nan=True, **tol(dtype))
+
+
+@pytest.mark.parametrize("bad", [[1.5, 0.5], [-0.25, 0.5], [float("nan"), 0.5]])
+def test_binary_cross_entropy_refuses_probabilities_outside_0_1_like_cpu(bad):
+    """Checked on the device, raised at the next synchronization point; the stream keeps
+    working afterwards."""
+    good, y = torch.tensor([0.25, 0.5]), torch.tensor([1.0, 0.0])
+    for x, target, what in ((torch.tensor(bad), y, "input"), (good, torch.tensor(bad), "target")):
+        message = f"all elements of {what} should be between 0 and 1"
+        with pytest.raises(RuntimeError, match=message):
+            F.binary_cross_entropy(x, target)
+        with pytest.raises(RuntimeError, match=message):
+            F.binary_cross_entropy(x.to(VK), target.to(VK)).cpu()
+    expected = F.binary_cross_entropy(good, y)
+    torch.testing.assert_close(F.binary_cross_entropy(good.to(VK), y.to(VK)).cpu(), expected)
