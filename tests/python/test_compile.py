@@ -40,15 +40,15 @@ def _dispatches(fn, *args):
     return out, torch_vk.stats()["dispatches"] - before
 
 
-def assert_compiled_forward_halves_dispatches(model, x):
-    """The compiled no_grad forward matches eager with at most half its dispatches."""
+def assert_compiled_forward_divides_dispatches(model, x, factor=2):
+    """The compiled no_grad forward matches eager with at most 1 / factor of its dispatches."""
     compiled = torch.compile(model)
     with torch.no_grad():
         compiled(x)
         expected, eager_dispatches = _dispatches(model, x)
         out, compiled_dispatches = _dispatches(compiled, x)
     assert_close(out, expected, atol=1e-5, rtol=1e-5)
-    assert compiled_dispatches * 2 <= eager_dispatches, (compiled_dispatches, eager_dispatches)
+    assert compiled_dispatches * factor <= eager_dispatches, (compiled_dispatches, eager_dispatches)
 
 
 def _fused_kernels_created(fn):
@@ -260,7 +260,7 @@ def test_compiled_forward_uses_fewer_dispatches_for_gelu_mlp(strict_native):
 
     model = NewGeluMLP().to(VK).eval()
     x = torch.randn(2, 8, 32, device=VK)
-    assert_compiled_forward_halves_dispatches(model, x)
+    assert_compiled_forward_divides_dispatches(model, x)
 
 
 # ---------------------------------------------------------------- kernel cache across processes
@@ -363,7 +363,7 @@ def test_compiled_transformer_block_forward_halves_dispatches(strict_native):
     torch.manual_seed(0)
     block = NanoGPTBlock().to(VK).eval()
     x = torch.randn(2, 16, 32, device=VK)
-    assert_compiled_forward_halves_dispatches(block, x)
+    assert_compiled_forward_divides_dispatches(block, x)
 
 
 # ---------------------------------------------------------------- replay

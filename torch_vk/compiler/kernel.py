@@ -46,6 +46,24 @@ def _contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def _output_strides(meta_shape, meta_stride, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The graph's static strides for an output of `shape` when they lay it out densely, else
+    contiguous strides."""
+    if meta_shape is not None and tuple(meta_shape) == shape and meta_stride is not None \
+            and _dense(shape, meta_stride):
+        return tuple(meta_stride)
+    return _contiguous_strides(shape)
+
+
+def _dump_source(file_name: str, source: str) -> None:
+    """Writes generated GLSL under TORCH_VK_COMPILE_DEBUG_DIR when it is set."""
+    debug_dir = os.environ.get("TORCH_VK_COMPILE_DEBUG_DIR")
+    if debug_dir:
+        os.makedirs(debug_dir, exist_ok=True)
+        with open(os.path.join(debug_dir, file_name), "w") as f:
+            f.write(source)
+
+
 def _broadcast_strides(shape: Sequence[int], stride: Sequence[int], target: Sequence[int]):
     """Strides of a tensor of `shape` broadcast to `target` (0 in expanded dims)."""
     pad = len(target) - len(shape)
@@ -126,11 +144,7 @@ class FusedKernel:
                 in_place.append(True)
                 continue
             in_place.append(into is None)
-            if meta_shape is not None and tuple(meta_shape) == shape and meta_stride is not None \
-                    and _dense(shape, meta_stride):
-                out_strides.append(tuple(meta_stride))
-            else:
-                out_strides.append(_contiguous_strides(shape))
+            out_strides.append(_output_strides(meta_shape, meta_stride, shape))
         numel = 1
         for s in shape:
             numel *= s
@@ -149,12 +163,7 @@ class FusedKernel:
         indirect = native._generated_args_indirect(len(strides), 0 if float_args else n_scalars,
                                                    n_scalars if float_args else 0)
         source = glsl.generate(self.program, shape, strides, indirect, self.name)
-        debug_dir = os.environ.get("TORCH_VK_COMPILE_DEBUG_DIR")
-        if debug_dir:
-            os.makedirs(debug_dir, exist_ok=True)
-            path = os.path.join(debug_dir, f"{self.name}_{len(self.variants)}.comp")
-            with open(path, "w") as f:
-                f.write(source)
+        _dump_source(f"{self.name}_{len(self.variants)}.comp", source)
         kernel_id = native._compile_kernel(source, self.name)
         groups = min((numel + WORKGROUP_SIZE - 1) // WORKGROUP_SIZE, MAX_GROUPS)
         return _Variant(kernel_id=kernel_id, groups=groups, out_shape=shape,
@@ -237,13 +246,7 @@ class GemmEpilogueKernel:
         numel = 1
         for s in shape:
             numel *= s
-        out_strides = []
-        for meta_shape, meta_stride in self.out_meta:
-            if meta_shape is not None and tuple(meta_shape) == shape and meta_stride is not None \
-                    and _dense(shape, meta_stride):
-                out_strides.append(tuple(meta_stride))
-            else:
-                out_strides.append(_contiguous_strides(shape))
+        out_strides = [_output_strides(ms, st, shape) for ms, st in self.out_meta]
         strides = [list(s) for s in out_strides]
         strides += [_broadcast_strides(t.shape, t.stride(), shape) for t in tensors]
         if numel != m * n or numel == 0 or numel > glsl.MAX_INDEX or any(
@@ -251,10 +254,5 @@ class GemmEpilogueKernel:
             return (-1, shape, out_strides)
         source = glsl.generate_gemm_epilogue(self.program, shape, strides, self.gemm_input,
                                              self.product_dtype, n, self.store_product)
-        debug_dir = os.environ.get("TORCH_VK_COMPILE_DEBUG_DIR")
-        if debug_dir:
-            os.makedirs(debug_dir, exist_ok=True)
-            path = os.path.join(debug_dir, f"{self.name}_{len(self.variants)}.epilogue.glsl")
-            with open(path, "w") as f:
-                f.write(source)
+        _dump_source(f"{self.name}_{len(self.variants)}.epilogue.glsl", source)
         return (_native()._register_gemm_epilogue(source, self.name), shape, out_strides)
