@@ -80,6 +80,9 @@ def _register() -> None:
             for_tensor=True, for_module=True, for_storage=True)
     _install_printing_hook()
     _install_compile_hook()
+    from torch_vk import integrations
+
+    integrations.install()
 
 
 def _install_compile_hook() -> None:

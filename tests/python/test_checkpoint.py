@@ -335,3 +335,37 @@ def test_safetensors_load_to_vk_through_cpu_or_accelerator_index(tmp_path):
     assert_same_tree(on_vk, state, "vk")
     # An integer device is the current accelerator's index: vk here.
     assert_same_tree(safetensors_torch.load_file(path, device=0), state, "vk")
+
+
+@pytest.mark.parametrize("device", ["vk", "vk:0", torch.device("vk"), torch.device("vk", 0)],
+                         ids=["vk", "vk:0", "device", "device:0"])
+def test_safetensors_load_file_with_vk_device(tmp_path, device):
+    safetensors_torch = pytest.importorskip("safetensors.torch")
+    state = {"w": torch.randn(4, 3), "i": torch.arange(6).view(2, 3), "b": torch.randn(3).bfloat16(),
+             "empty": torch.empty(0, 2), "scalar": torch.tensor(1.5)}
+    path = tmp_path / "model.safetensors"
+    safetensors_torch.save_file(state, path)
+    assert_same_tree(safetensors_torch.load_file(path, device=device), state, "vk")
+    # Other devices are safetensors' own business, unchanged.
+    assert_same_tree(safetensors_torch.load_file(path, device="cpu"), state, "cpu")
+    with pytest.raises(Exception, match="invalid"):
+        safetensors_torch.load_file(path, device="nodevice")
+
+
+def test_safetensors_adapter_whichever_is_imported_first(tmp_path):
+    pytest.importorskip("safetensors.torch")
+    for order in ("import safetensors.torch, torch_vk", "import torch_vk, safetensors.torch"):
+        script = textwrap.dedent(f"""
+            import torch
+            {order}
+            from safetensors.torch import save_file, load_file
+            save_file({{"x": torch.arange(5.)}}, "x.safetensors")
+            x = load_file("x.safetensors", device="vk")["x"]
+            assert x.device.type == "vk" and torch.equal(x.cpu(), torch.arange(5.)), x
+            print("ok")
+        """)
+        env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+        result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, (order, result.stderr[-3000:])
+        assert result.stdout.strip().endswith("ok")
