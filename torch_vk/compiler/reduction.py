@@ -277,7 +277,11 @@ class ReductionKernel:
     def _specialise(self, tensors: Sequence[torch.Tensor]) -> _Variant:
         shape = self.shape
         out_strides = [_output_strides(ms, st, shape) for ms, st in self.out_meta]
-        if any(tuple(torch.broadcast_shapes(t.shape, shape)) != shape for t in tensors):
+        try:
+            traced = all(tuple(torch.broadcast_shapes(t.shape, shape)) == shape for t in tensors)
+        except RuntimeError:
+            traced = False
+        if not traced:
             return _Variant(-1, 0, 0, out_strides)  # not the traced geometry: eager ops
         kept = [d for d in range(len(shape)) if d not in self.dims]
         perm = kept + list(self.dims)
