@@ -13,6 +13,11 @@ reshape) element by element, in the product's own index space, becomes that prod
 epilogue (kernel.GemmEpilogueKernel): one dispatch computes the product and the group, and the
 product only reaches memory when something else reads it. This holds for single-node groups
 too (a residual add after a projection).
+
+A group (of any size) whose value a sum / mean / amax / amin reduces becomes, together with
+that reduction, one ReductionKernel (torch_vk.compiler.reduction): the group is its prologue,
+evaluated per element of the reduced input, and only the values that other nodes read reach
+memory. GEMM epilogues are chosen first; a group feeds at most one fused reduction.
 """
 from __future__ import annotations
 
