@@ -2,8 +2,10 @@
 
 AOTAutograd turns the Dynamo graph into functional ATen forward and backward graphs (training
 works, dynamic shapes arrive as SymInts). Each graph is compiled by `compile_graph`: pointwise
-chains become generated GLSL kernels (torch_vk.compiler.fusion); every other node stays a
-call of the eager vk kernel (matrix multiply, convolution, attention, norms, reductions...).
+chains become generated GLSL kernels (torch_vk.compiler.fusion), as do sum / mean / amax / amin
+reductions together with the pointwise chain that computes their input
+(torch_vk.compiler.reduction); every other node stays a call of the eager vk kernel (matrix
+multiply, convolution, attention, norms, other reductions...).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx
 
-_STATS = {"graphs": 0, "fused_kernels": 0, "gemm_epilogues": 0}
+_STATS = {"graphs": 0, "fused_kernels": 0, "gemm_epilogues": 0, "fused_reductions": 0}
 
 
 @functools.lru_cache(maxsize=1)
@@ -36,12 +38,13 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Ca
     sys.setrecursionlimit(max(limit, 10 * len(gm.graph.nodes) + 1000))
     try:
         split_foreach(gm)
-        fused_gm, kernels, epilogues = fuse_pointwise(gm, op_table())
+        fused_gm, counts = fuse_pointwise(gm, op_table())
     finally:
         sys.setrecursionlimit(limit)
     _STATS["graphs"] += 1
-    _STATS["fused_kernels"] += kernels
-    _STATS["gemm_epilogues"] += epilogues
+    _STATS["fused_kernels"] += counts.kernels
+    _STATS["gemm_epilogues"] += counts.gemm_epilogues
+    _STATS["fused_reductions"] += counts.reductions
     from torch_vk.compiler.replay import ReplayRunner, not_replayable_reason
 
     reason = not_replayable_reason(fused_gm)
@@ -87,7 +90,8 @@ def vk_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs
 
 def stats() -> dict[str, int]:
     """Graphs compiled, fused kernels created (gemm_epilogues: those computed in a matrix
-    product's store), and graph captures / replays / capture
+    product's store), reductions fused with the pointwise group of their input
+    (fused_reductions, not counted in fused_kernels), and graph captures / replays / capture
     failures (torch_vk.compiler.replay) in this process."""
     from torch_vk.compiler import replay
 

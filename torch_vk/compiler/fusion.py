@@ -13,6 +13,11 @@ reshape) element by element, in the product's own index space, becomes that prod
 epilogue (kernel.GemmEpilogueKernel): one dispatch computes the product and the group, and the
 product only reaches memory when something else reads it. This holds for single-node groups
 too (a residual add after a projection).
+
+A group (of any size) whose value a sum / mean / amax / amin reduces becomes, together with
+that reduction, one ReductionKernel (torch_vk.compiler.reduction): the group is its prologue,
+evaluated per element of the reduced input, and only the values that other nodes read reach
+memory. GEMM epilogues are chosen first; a group feeds at most one fused reduction.
 """
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from torch_vk.compiler import glsl
+from torch_vk.compiler import glsl, reduction
 from torch_vk.compiler.kernel import FusedKernel, GemmEpilogueKernel
 from torch_vk.compiler.pointwise import PointwiseCall, lower
 
@@ -312,9 +317,38 @@ def _find_epilogues(groups: list[Group], partition: "_Partition", graph: torch.f
     return found
 
 
-def _build_kernel(group: Group, calls: dict, op_table: dict, index: int,
+def _find_reductions(graph: torch.fx.Graph, partition: "_Partition", epilogues: dict,
+                     absorbed: dict) -> dict[int, reduction.ReductionPlan]:
+    """Reductions (reduction.plan_of) whose input is a value of a float pointwise group, keyed
+    by that group's id: the group and the reduction become one ReductionKernel. A group feeds
+    at most one fused reduction (another reduction of its values reads them from memory, and
+    stays an eager kernel); GEMM-epilogue groups and groups that store into graph inputs keep
+    their own kernels. The kernel evaluates every member once per element of the group's index
+    space, so the reduction's input must span that whole space (not a broadcast member)."""
+    stores_into_input = {partition.find(partition.group_of[src]) for src, _ in absorbed.values()}
+    found: dict[int, reduction.ReductionPlan] = {}
+    for node in graph.nodes:
+        plan = reduction.plan_of(node)
+        if plan is None or plan.value not in partition.group_of:
+            continue
+        gid = partition.find(partition.group_of[plan.value])
+        group = partition.groups[gid]
+        if gid in found or gid in epilogues or gid in stores_into_input:
+            continue
+        if group.kind != glsl.KIND_FLOAT32 or tuple(group.shape) != tuple(plan.value.meta["val"].shape):
+            continue
+        if not all(_static_shape(n.meta["val"]) for n in group.nodes):
+            continue
+        found[gid] = plan
+    return found
+
+
+def _make_program(group: Group, calls: dict, op_table: dict,
                   writes_into: dict[torch.fx.Node, torch.fx.Node],
-                  epilogue: Epilogue | None = None):
+                  fused_reader: torch.fx.Node | None = None):
+    """The group's program. Its outputs are the members read outside the group (`fused_reader`,
+    a reduction computed by the same kernel, does not count as a reader). Returns (program,
+    inputs, input_index, step_index, outputs, out_into, out_meta)."""
     members = set(group.nodes)
     inputs: list[torch.fx.Node] = []
     input_index: dict[torch.fx.Node, int] = {}
@@ -347,7 +381,8 @@ def _build_kernel(group: Group, calls: dict, op_table: dict, index: int,
             op=call.op, expression=row["expressions"][glsl.KIND_NAMES[group.kind]],
             operands=operands, operand_dtypes=dtypes, scalars=call.scalars,
             out_dtype=node.meta["val"].dtype, bool_result=row["bool"]))
-    outputs = [n for n in group.nodes if any(u not in members for u in n.users)]
+    outputs = [n for n in group.nodes
+               if any(u not in members and u is not fused_reader for u in n.users)]
     out_into = []
     for n in outputs:
         dst = writes_into.get(n)
@@ -365,7 +400,30 @@ def _build_kernel(group: Group, calls: dict, op_table: dict, index: int,
         static = all(isinstance(s, int) for s in val.shape) and \
             all(isinstance(s, int) for s in val.stride())
         out_meta.append((tuple(val.shape), tuple(val.stride())) if static else (None, None))
-    name = f"fused_{index}_" + "_".join(dict.fromkeys(calls[n].op for n in group.nodes))[:80]
+    return program, inputs, input_index, step_index, outputs, out_into, out_meta
+
+
+def _kernel_name(prefix: str, group: Group, calls: dict, index: int) -> str:
+    return f"{prefix}_{index}_" + "_".join(dict.fromkeys(calls[n].op for n in group.nodes))[:80]
+
+
+def _build_reduction_kernel(group: Group, calls: dict, op_table: dict, index: int,
+                            plan: reduction.ReductionPlan):
+    program, inputs, _, step_index, outputs, _, out_meta = _make_program(
+        group, calls, op_table, {}, plan.node)
+    name = _kernel_name("reduce", group, calls, index) + ("_mean" if plan.mean else f"_{plan.op}")
+    kernel = reduction.ReductionKernel(
+        name, program, step_index[plan.value], plan, out_meta,
+        reduction.eager_runner(group.nodes, inputs, outputs, plan))
+    return kernel, inputs, outputs + [plan.node]
+
+
+def _build_kernel(group: Group, calls: dict, op_table: dict, index: int,
+                  writes_into: dict[torch.fx.Node, torch.fx.Node],
+                  epilogue: Epilogue | None = None):
+    program, inputs, input_index, _, outputs, out_into, out_meta = _make_program(
+        group, calls, op_table, writes_into)
+    name = _kernel_name("fused", group, calls, index)
     if epilogue is not None:
         product = epilogue.product
         is_addmm = product.target is torch.ops.aten.addmm.default
@@ -450,25 +508,41 @@ def _writes_into_inputs(graph: torch.fx.Graph, group_of: dict) -> dict:
     return found
 
 
+@dataclass
+class FusionCounts:
+    kernels: int = 0          # FusedKernel and GemmEpilogueKernel calls
+    gemm_epilogues: int = 0   # of those, GEMM epilogues
+    reductions: int = 0       # ReductionKernel calls (a group and a reduction of its values)
+
+
 def fuse_pointwise(gm: torch.fx.GraphModule,
-                   op_table: dict) -> tuple[torch.fx.GraphModule, int, int]:
+                   op_table: dict) -> tuple[torch.fx.GraphModule, FusionCounts]:
     """Returns a new GraphModule in which every group of two or more pointwise nodes is one
-    FusedKernel call and every group that reads a matrix product element by element is that
-    product's GemmEpilogueKernel, the number of such kernels, and how many are epilogues."""
+    FusedKernel call, every group that reads a matrix product element by element is that
+    product's GemmEpilogueKernel, and every group whose value a sum / mean / amax / amin
+    reduces is one ReductionKernel with that reduction; and the counts of those kernels."""
     partition = _Partition(gm.graph, op_table)
     every_group = partition.result()
     group_of = {n: g for g in every_group for n in g.nodes if len(g.nodes) >= 2}
     absorbed = _writes_into_inputs(gm.graph, group_of)
     epilogues = _find_epilogues(every_group, partition, gm.graph, absorbed)
-    groups = [g for g in every_group if len(g.nodes) >= 2 or g.gid in epilogues]
+    reductions = _find_reductions(gm.graph, partition, epilogues, absorbed)
+    groups = [g for g in every_group
+              if len(g.nodes) >= 2 or g.gid in epilogues or g.gid in reductions]
     if not groups:
-        return gm, 0, 0
+        return gm, FusionCounts()
     group_of = {n: g for g in groups for n in g.nodes}
     kernels = {}
     for i, g in enumerate(groups):
+        if g.gid in reductions:
+            kernels[g.gid] = _build_reduction_kernel(g, partition.calls, op_table, i,
+                                                     reductions[g.gid])
+            continue
         writes_into = {src: dst for copy, (src, dst) in absorbed.items() if group_of[src] is g}
         kernels[g.gid] = _build_kernel(g, partition.calls, op_table, i, writes_into,
                                        epilogues.get(g.gid))
+    # Reduction nodes computed by their group's kernel.
+    reduction_group = {plan.node: g for g in groups if (plan := reductions.get(g.gid))}
     # Products computed inside an epilogue; reshapes of them that only the group read.
     product_group = {e.product: g for g in groups if (e := epilogues.get(g.gid))}
     dropped = set()
@@ -515,6 +589,9 @@ def fuse_pointwise(gm: torch.fx.GraphModule,
         elif item in product_group:
             emit(product_group[item])
             return
+        elif item in reduction_group:
+            emit(reduction_group[item])
+            return
         elif item in dropped:
             done.add(key)
             return
@@ -532,4 +609,6 @@ def fuse_pointwise(gm: torch.fx.GraphModule,
     for node in gm.graph.nodes:
         emit(group_of.get(node, node))
     new_graph.lint()
-    return torch.fx.GraphModule(gm, new_graph), len(groups), len(epilogues)
+    counts = FusionCounts(kernels=len(groups) - len(reductions), gemm_epilogues=len(epilogues),
+                          reductions=len(reductions))
+    return torch.fx.GraphModule(gm, new_graph), counts

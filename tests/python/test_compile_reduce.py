@@ -1,0 +1,279 @@
+"""torch.compile on vk: reductions fused with the pointwise chain that computes their input.
+
+A sum / mean / amax / amin whose input comes from a pointwise group is one generated kernel
+(torch_vk/compiler/reduction.py): it evaluates the chain per element, stores the values other
+nodes read, and reduces. Results are compared with eager vk and with the CPU; dispatch counts
+are the steady-state (replayed) compiled call's.
+"""
+import sys
+
+import pytest
+import torch
+import torch.nn as nn
+from torch.testing import assert_close
+
+import torch_vk
+import torch_vk.compiler
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from helpers import make  # noqa: E402
+from test_compile import _dispatches  # noqa: E402
+
+VK = torch.device("vk")
+
+TOLERANCE = {torch.float32: (1e-5, 1e-5), torch.float16: (2e-3, 2e-3),
+             torch.bfloat16: (1.6e-2, 1.6e-2)}
+FLOATS = [torch.float32, torch.float16, torch.bfloat16]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def _to_cpu(out):
+    if isinstance(out, (tuple, list)):
+        return type(out)(_to_cpu(o) for o in out)
+    return out.cpu() if isinstance(out, torch.Tensor) else out
+
+
+def _compiled_matches_eager(fn, *args, dtype=torch.float32, reductions=None):
+    """Runs fn eagerly and compiled (three calls: run, capture, replay); compares with eager vk
+    (dtype tolerance) and the CPU (10x). Returns (compiled out, eager dispatches, compiled
+    dispatches). `reductions`: the number of fused reductions compiling must create."""
+    compiled = torch.compile(fn)
+    before = torch_vk.compiler.stats()["fused_reductions"]
+    with torch.no_grad():
+        expected, eager_count = _dispatches(fn, *args)
+        compiled(*args)
+        compiled(*args)
+        out, compiled_count = _dispatches(compiled, *args)
+    created = torch_vk.compiler.stats()["fused_reductions"] - before
+    if reductions is not None:
+        assert created == reductions
+    atol, rtol = TOLERANCE[dtype]
+    assert_close(_to_cpu(out), _to_cpu(expected), atol=atol, rtol=rtol, equal_nan=True)
+    cpu = fn(*(a.cpu() if isinstance(a, torch.Tensor) else a for a in args))
+    assert_close(_to_cpu(out), cpu, atol=atol * 10, rtol=rtol * 10, equal_nan=True)
+    return out, eager_count, compiled_count
+
+
+def rms_norm(x, w, eps=1e-6):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+def layer_norm(x, w, b, eps=1e-5):
+    mean = x.mean(-1, keepdim=True)
+    centered = x - mean
+    var = (centered * centered).mean(-1, keepdim=True)
+    return centered / torch.sqrt(var + eps) * w + b
+
+
+def softmax(x):
+    shifted = torch.exp(x - x.amax(-1, keepdim=True))
+    return shifted / shifted.sum(-1, keepdim=True)
+
+
+# ---------------------------------------------------------------- models by hand
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_rms_norm_forward_is_two_dispatches(dtype, strict_native):
+    x, w = make((3, 5, 48), dtype).to(VK), make((48,), dtype, seed=1).to(VK)
+    _, eager, compiled = _compiled_matches_eager(rms_norm, x, w, dtype=dtype, reductions=1)
+    assert (eager, compiled) == (6, 2)  # pow, mean, add, rsqrt, mul, mul -> reduce + tail
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.linspace(0.5, 1.5, dim))
+
+    def forward(self, x):
+        return rms_norm(x, self.weight)
+
+
+def test_rms_norm_training_step_matches_eager(strict_native):
+    torch.manual_seed(0)
+    eager_model = nn.Sequential(nn.Linear(24, 32), RMSNorm(32), nn.Linear(32, 8)).to(VK)
+    compiled_model = nn.Sequential(nn.Linear(24, 32), RMSNorm(32), nn.Linear(32, 8)).to(VK)
+    compiled_model.load_state_dict(eager_model.state_dict())
+    step = torch.compile(lambda model, x, y: ((model(x) - y) ** 2).mean())
+    x, y = make((6, 24), torch.float32).to(VK), make((6, 8), torch.float32, seed=1).to(VK)
+    before = torch_vk.compiler.stats()["fused_reductions"]
+    for _ in range(3):
+        losses, grads = [], []
+        for model, fn in ((eager_model, lambda m, a, b: ((m(a) - b) ** 2).mean()),
+                          (compiled_model, step)):
+            model.zero_grad()
+            loss = fn(model, x, y)
+            loss.backward()
+            losses.append(loss.detach().cpu())
+            grads.append([p.grad.cpu() for p in model.parameters()])
+            with torch.no_grad():
+                for p in model.parameters():
+                    p -= 0.1 * p.grad
+        assert_close(losses[1], losses[0], atol=1e-5, rtol=1e-5)
+        for g_compiled, g_eager in zip(grads[1], grads[0]):
+            assert_close(g_compiled, g_eager, atol=1e-5, rtol=1e-4)
+    # forward: the mean of squares and the loss; backward: the RMSNorm's row sums
+    assert torch_vk.compiler.stats()["fused_reductions"] - before >= 3
+    for p_compiled, p_eager in zip(compiled_model.parameters(), eager_model.parameters()):
+        assert_close(p_compiled.detach().cpu(), p_eager.detach().cpu(), atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_layer_norm_by_hand(dtype, strict_native):
+    x = make((4, 6, 40), dtype).to(VK)
+    w, b = make((40,), dtype, seed=1).to(VK), make((40,), dtype, seed=2).to(VK)
+    _, eager, compiled = _compiled_matches_eager(layer_norm, x, w, b, dtype=dtype, reductions=1)
+    # mean (plain input: eager), sub + square + mean (stores the centered values), the tail
+    assert (eager, compiled) == (9, 3)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_softmax_by_hand(dtype, strict_native):
+    x = make((5, 7, 33), dtype, low=-8, high=8).to(VK)
+    _, eager, compiled = _compiled_matches_eager(softmax, x, dtype=dtype, reductions=1)
+    # amax (plain input: eager), sub + exp + sum (stores exp), div
+    assert (eager, compiled) == (5, 3)
+
+
+# ---------------------------------------------------------------- shapes and dims
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_sum_of_a_product(dtype, strict_native):
+    a, b = make((9, 70), dtype).to(VK), make((9, 70), dtype, seed=1).to(VK)
+    _, eager, compiled = _compiled_matches_eager(lambda a, b: (a * b).sum(-1), a, b,
+                                                 dtype=dtype, reductions=1)
+    assert (eager, compiled) == (2, 1)
+
+
+def test_sum_into_a_wider_dtype(strict_native):
+    a, b = make((6, 50), torch.float16).to(VK), make((6, 50), torch.float16, seed=1).to(VK)
+    out, _, compiled = _compiled_matches_eager(
+        lambda a, b: (a * b).sum(-1, dtype=torch.float32), a, b, dtype=torch.float16,
+        reductions=1)
+    assert out.dtype == torch.float32 and compiled == 1
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_full_reduction(dtype, strict_native):
+    x = make((37, 61), dtype).to(VK)   # 2257 elements: one workgroup loops over them
+    _, eager, compiled = _compiled_matches_eager(lambda x: x.abs().sum(), x, dtype=dtype,
+                                                 reductions=1)
+    assert (eager, compiled) == (2, 1)
+    _compiled_matches_eager(lambda x: (x * 0.5).mean(), x, dtype=dtype, reductions=1)
+    _compiled_matches_eager(lambda x: (x - 1.0).amax(), x, dtype=dtype, reductions=1)
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_middle_and_several_dims(keepdim, strict_native):
+    x = make((4, 5, 6, 3), torch.float32).to(VK)
+    cases = [
+        lambda x: (x * 2.0 + 1.0).sum(1, keepdim=keepdim),
+        lambda x: (x * x).mean([0, 2], keepdim=keepdim),
+        lambda x: torch.sin(x).amax([-3, -1], keepdim=keepdim),
+        lambda x: torch.cos(x).amin(dim=2, keepdim=keepdim),
+        lambda x: (x + 3.0).sum([0, 1, 2, 3], keepdim=keepdim),
+    ]
+    for fn in cases:
+        _, _, compiled = _compiled_matches_eager(fn, x, reductions=1)
+        assert compiled == 1
+
+
+def test_non_contiguous_inputs(strict_native):
+    base = make((8, 12, 10), torch.float32).to(VK)
+    w = make((12,), torch.float32, seed=1).to(VK)
+    transposed = base.transpose(1, 2)            # (8, 10, 12), reduced dim strided by 10
+    sliced = base[:, ::2, 1:]                    # gaps and a storage offset
+    _compiled_matches_eager(lambda x, w: (x * w).sum(-1), transposed, w, reductions=1)
+    _compiled_matches_eager(lambda x: torch.exp(x).sum(1, keepdim=True), sliced, reductions=1)
+    _compiled_matches_eager(lambda x: (x - 0.5).amax(0), base.permute(2, 0, 1), reductions=1)
+    expanded = make((1, 12, 1), torch.float32, seed=2).to(VK).expand(8, 12, 10)
+    _compiled_matches_eager(lambda x, y: (x * y).mean(-1), expanded, base, reductions=1)
+
+
+def test_prologue_value_read_elsewhere_is_stored(strict_native):
+    x = make((6, 20), torch.float32).to(VK)
+
+    def fn(x):
+        y = torch.tanh(x) * 3.0
+        return y, y.sum(-1), y.amax(-1)   # the second reduction reads the stored y
+
+    (y, total, peak), eager, compiled = _compiled_matches_eager(fn, x, reductions=1)
+    assert (eager, compiled) == (4, 2)
+
+
+def test_many_rows_loop_over_the_grid(strict_native):
+    x = make((70000, 3), torch.float32).to(VK)  # more rows than workgroups in one dispatch
+    _, _, compiled = _compiled_matches_eager(lambda x: (x * x).sum(-1), x, reductions=1)
+    assert compiled == 1
+
+
+# ---------------------------------------------------------------- special values
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_nan_propagates_through_amax_and_amin(dtype, strict_native):
+    x = make((5, 300), dtype)
+    x[1, 7] = float("nan")
+    x[3, 299] = float("nan")
+    x[4, 0] = float("inf")
+    x = x.to(VK)
+    for fn in (lambda x: (x * 2.0).amax(-1), lambda x: (x * 2.0).amin(-1),
+               lambda x: (x + 1.0).amax(), lambda x: (x - 1.0).sum(-1)):
+        out, _, _ = _compiled_matches_eager(fn, x, dtype=dtype, reductions=1)
+        if out.dim():
+            assert torch.isnan(out.cpu()[[1, 3]]).all() and not torch.isnan(out.cpu()[0])
+        else:
+            assert torch.isnan(out.cpu())
+
+
+def test_empty_rows(strict_native):
+    x = torch.empty((3, 0), device=VK)
+    out, _, _ = _compiled_matches_eager(lambda x: (x * 2.0).sum(-1), x, reductions=1)
+    assert_close(out.cpu(), torch.zeros(3))
+    out, _, _ = _compiled_matches_eager(lambda x: (x + 1.0).mean(-1, keepdim=True), x,
+                                        reductions=1)
+    assert out.shape == (3, 1) and torch.isnan(out.cpu()).all()
+    no_rows = torch.empty((0, 4), device=VK)
+    out, _, _ = _compiled_matches_eager(lambda x: (x * 2.0).amax(-1), no_rows, reductions=1)
+    assert out.shape == (0,)
+
+
+def test_amax_of_empty_rows_raises_like_eager(strict_native):
+    x = torch.empty((3, 0), device=VK)
+    with pytest.raises(IndexError, match="non-zero size"):
+        (x * 2.0).amax(-1)
+    with pytest.raises(Exception, match="zero-size"):  # raised while tracing
+        torch.compile(lambda x: (x * 2.0).amax(-1))(x)
+
+
+def test_geometry_the_kernel_does_not_cover_runs_the_eager_ops(strict_native):
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torch_vk.compiler.backend import op_table
+    from torch_vk.compiler.fusion import fuse_pointwise
+
+    def fn(x):
+        return (x * 2.0).amax(-1)
+
+    gm = make_fx(fn, tracing_mode="fake")(torch.ones((3, 4), device=VK))
+    fused, counts = fuse_pointwise(gm, op_table())
+    assert counts.reductions == 1
+    x = make((3, 4), torch.float32)
+    assert_close(fused(x.to(VK)).cpu(), fn(x))
+    # A call with another geometry than the traced one (Dynamo's guards normally prevent it)
+    # runs the ATen ops, which raise for empty rows as eager does.
+    with pytest.raises(IndexError, match="non-zero size"):
+        fused(torch.empty((3, 0), device=VK))
+
+
+def test_integer_prologue_stays_eager_and_correct(strict_native):
+    x = make((6, 9), torch.float32).to(VK)
+    out, _, _ = _compiled_matches_eager(lambda x: (x > 0).sum(-1), x, reductions=0)
+    assert out.dtype == torch.int64
