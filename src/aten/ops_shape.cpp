@@ -1,6 +1,6 @@
 // Native data movement and creation ops: cat (so stack, hstack, ...), flip, roll, tril /
 // triu, eye, arange / range / linspace / logspace, repeat_interleave's index expansion, and
-// reflection / replication padding (1-D and 2-D, forward and backward).
+// reflection / replication padding (1-D and 2-D, forward and backward; negative pads crop).
 //
 // cat, roll and eye compose views with the native copy / fill kernels (one copy dispatch per
 // input or per rolled piece); flip is one dispatch of the element-wise copy kernel over a
@@ -29,6 +29,7 @@
 #include <torch/library.h>
 
 #include <cmath>
+#include <string>
 
 #include "aten/launch.h"
 #include "aten/ops_reduce.h"
@@ -351,25 +352,26 @@ at::Tensor repeat_interleave(const at::Tensor& repeats, std::optional<c10::SymIn
 }
 
 // ---------------------------------------------------------------- padding
-// The padded dims of `t` (1 or 2 trailing dims) as [batch, h, w].
-void pad_view(const at::Tensor& t, int dims, int64_t& batch, int64_t& h, int64_t& w) {
+// The padded dims of `t` (1, 2 or 3 trailing dims) as [batch, d, h, w].
+void pad_view(const at::Tensor& t, int dims, int64_t& batch, int64_t& d, int64_t& h, int64_t& w) {
   w = t.size(-1);
-  h = dims == 2 ? t.size(-2) : 1;
-  batch = (h * w) == 0 ? 0 : t.numel() / (h * w);
+  h = dims >= 2 ? t.size(-2) : 1;
+  d = dims == 3 ? t.size(-3) : 1;
+  batch = (d * h * w) == 0 ? 0 : t.numel() / (d * h * w);
 }
 
+// `padding` is PyTorch's (left, right[, top, bottom[, front, back]]); negative entries crop.
+// The callers ran PyTorch's checks (reflection: each pad < its input size).
 kernels::Pad pad_geometry(const at::Tensor& input, const at::Tensor& output, int dims,
                           at::IntArrayRef padding, bool reflect) {
-  for (const int64_t p : padding)
-    TORCH_CHECK_NOT_IMPLEMENTED(p >= 0, "torch-vk: negative ", reflect ? "reflection" : "replication",
-                                " padding is not supported, got ", padding);
   kernels::Pad g;
   g.reflect = reflect;
-  pad_view(input, dims, g.batch, g.h, g.w);
+  pad_view(input, dims, g.batch, g.d, g.h, g.w);
   int64_t ob;
-  pad_view(output, dims, ob, g.oh, g.ow);
+  pad_view(output, dims, ob, g.od, g.oh, g.ow);
   g.pad_left = padding[0];
-  g.pad_top = dims == 2 ? padding[2] : 0;
+  g.pad_top = dims >= 2 ? padding[2] : 0;
+  g.pad_front = dims == 3 ? padding[4] : 0;
   return g;
 }
 
@@ -411,8 +413,9 @@ template <class Meta, bool Reflect, int Dims>
 at::Tensor& pad_out(const at::Tensor& input, at::IntArrayRef padding, at::Tensor& out) {
   Structured<Meta> s(out);
   s.meta(input, padding);
-  launch_pad(input, out, Dims, padding, Reflect,
-             Reflect ? "reflection_pad1d" : (Dims == 1 ? "replication_pad1d" : "replication_pad2d"));
+  static const std::string name = std::string(Reflect ? "reflection_pad" : "replication_pad") +
+                                  std::to_string(Dims) + "d";
+  launch_pad(input, out, Dims, padding, Reflect, name.c_str());
   return out;
 }
 

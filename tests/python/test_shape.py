@@ -337,6 +337,56 @@ def test_pad_edges_out_and_errors():
     check(lambda a, b: torch.ops.aten.replication_pad2d_backward(a, b, (1, 2, 1, 1)), g2, x2)
 
 
+# Negative pads crop (one side or both, mixed with positive pads on the other side).
+NEGATIVE_PADS_1D = [(-1, 2), (-2, -1), (1, -3), (-3, 2), (-5, 3), (0, -5)]
+NEGATIVE_PADS_2D = [(-1, 2, 1, -2), (0, 0, -3, 0), (-2, -1, -1, -2), (2, -3, -4, 3)]
+
+
+@pytest.mark.parametrize("dtype", NUM_DTYPES, ids=str)
+def test_pad_negative_forward(dtype):
+    x1 = make((2, 3, 6), dtype)
+    x2 = make((2, 3, 5, 6), dtype)
+    for mode in ("reflect", "replicate"):
+        for _, layout in layouts(x1):
+            for pad in NEGATIVE_PADS_1D:
+                check(lambda a: F.pad(layout(a), pad, mode=mode), x1)
+        for _, layout in layouts(x2):
+            for pad in NEGATIVE_PADS_2D:
+                check(lambda a: F.pad(layout(a), pad, mode=mode), x2)
+        check(lambda a: F.pad(a[0], (-1, 3, 2, -2), mode=mode), x2)        # no batch dim
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_pad_negative_backward(dtype):
+    exact = dtype in (torch.float16, torch.bfloat16)
+    x1 = make((2, 2, 6), dtype)
+    x2 = make((2, 2, 5, 6), dtype)
+    for mode in ("reflect", "replicate"):
+        for pad in NEGATIVE_PADS_1D:
+            grads(lambda a: F.pad(a, pad, mode=mode), x1, exact_reference=exact)
+        for pad in NEGATIVE_PADS_2D:
+            grads(lambda a: F.pad(a, pad, mode=mode), x2, exact_reference=exact)
+    grads(lambda a: F.pad(a, (2, -1, -1, 1), mode="replicate"), make((1, 2, 2, 1), dtype),
+          exact_reference=exact)                                            # width 1
+
+
+def test_pad_negative_edges_and_errors():
+    x = make((2, 3, 4), torch.float32)
+    for mode in ("reflect", "replicate"):
+        check(lambda a: F.pad(a, (-2, -2), mode=mode), x)                   # empty output width
+        check(lambda a: F.pad(a, (-3, -2), mode=mode), x)                   # negative output width
+        check(lambda a: F.pad(a, (0, 0, -3, 0), mode=mode), x[None])        # empty output height
+    check(lambda a: F.pad(a, (-1, 4), mode="reflect"), x)                   # pad == width
+    check(lambda a: torch.ops.aten.replication_pad2d.out(a, (-1, 2, 0, -1), out=torch.empty(0, device=a.device)), x)
+    g = make((2, 3, 5), torch.float32, seed=3)
+    check(lambda a, b: torch.ops.aten.reflection_pad1d_backward(a, b, (-1, 2)), g, x)
+    check(lambda a, b: torch.ops.aten.replication_pad1d_backward(a, b, (3, -2)), g, x)
+    g2 = make((1, 2, 2, 7), torch.float32, seed=3)
+    x2 = make((1, 2, 3, 4), torch.float32)
+    check(lambda a, b: torch.ops.aten.reflection_pad2d_backward(a, b, (1, 2, 0, -1)), g2, x2)
+    check(lambda a, b: torch.ops.aten.replication_pad2d_backward(a, b, (-1, 4, -2, 1)), g2, x2)
+
+
 # ---------------------------------------------------------------- clone / contiguous
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
 def test_clone_contiguous(dtype):
