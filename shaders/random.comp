@@ -53,7 +53,8 @@ layout(push_constant) uniform Push {
 #else
   uint64_t pd_bits[2];
 #endif
-  int64_t pi[2];       //  64: integer parameters
+  int64_t pi[2];       //  64: integer parameters (bernoulli with a p tensor: pi[0] is
+                       //      the stream's error record)
   float pf[2];         //  80: float parameters (float32 kind)
   int numel;           //  88
   int ndim;            //  92
