@@ -10,7 +10,7 @@
 // (seed, offset, e): not on strides, workgroup size or grid size.
 //
 // Ops (OP define; src/kernels/random.h documents each one's operands):
-//   0 uniform   1 normal   2 bernoulli (scalar p, or p tensor = in0)   3 random integers
+//   0 uniform   1 normal   2 bernoulli (scalar p, or p tensor = in0, checked)   3 random integers
 //   4 exponential   5 geometric   6 log_normal   7 cauchy
 //   8 dropout (in0 = x, in1 = mask out)   9 masked scale (out = in0 * in1 * scale)
 //  10 randperm keys   11 multinomial keys (without replacement)   12 local bitonic sort
@@ -53,7 +53,8 @@ layout(push_constant) uniform Push {
 #else
   uint64_t pd_bits[2];
 #endif
-  int64_t pi[2];       //  64: integer parameters
+  int64_t pi[2];       //  64: integer parameters (bernoulli with a p tensor: pi[0] is
+                       //      the stream's error record)
   float pf[2];         //  80: float parameters (float32 kind)
   int numel;           //  88
   int ndim;            //  92
@@ -201,7 +202,15 @@ void element(uint e) {
 #elif OP == 1
   STORE_T(pc.addr[0], g_dt0, o.x, std_normal(r) * P1 + P0);
 #elif OP == 2
-  T p = pc.aux0 != 0 ? LOAD_T(pc.addr[1], g_dt1, o.y) : P0;
+  T p = P0;
+  if (pc.aux0 != 0) {
+    // A probability tensor: the CPU refuses values outside [0, 1] (NaN included). Report to
+    // the stream's error record (address in pc.pi[0]; the host raises at its next wait) and
+    // compute on with the comparison below (p > 1 gives 1, p < 0 and NaN give 0).
+    p = LOAD_T(pc.addr[1], g_dt1, o.y);
+    if (!(p >= T(0) && p <= T(1)))
+      tvk_report_index_error(uint64_t(pc.pi[0]), TVK_ERR_BERNOULLI_P_OUT_OF_RANGE, 0l, 0l);
+  }
   STORE_T(pc.addr[0], g_dt0, o.x, uni(r) < p ? T(1) : T(0));
 #elif OP == 4
   // -log(u) / lambda with u in (0, 1): finite and > 0.

@@ -12,10 +12,12 @@
 //   OP 1  tri:    tril / triu of contiguous [batch, R, C]: out = keep ? in : 0 with
 //                 keep = (c - r <= diagonal) (tril) or (c - r >= diagonal) (triu). out may
 //                 be in (in-place).
-//   OP 2  pad:    reflection / replication padding of contiguous [B, H, W] to [B, OH, OW]
-//                 (1-D padding is H = OH = 1): out[b, y, x] = in[b, map(y), map(x)].
-//   OP 3  pad backward: grad_in[b, h, w] = sum of grad_out over the outputs that read
-//                 (h, w) (a gather: deterministic, no atomics); KIND float32 / float64.
+//   OP 2  pad:    reflection / replication padding of contiguous [B, D, H, W] to
+//                 [B, OD, OH, OW] (1-D / 2-D padding is D = OD = 1 and H = OH = 1):
+//                 out[b, z, y, x] = in[b, map(z), map(y), map(x)]. A negative pad crops (the
+//                 map is the same: output o reads input o - pad, reflected or clamped).
+//   OP 3  pad backward: grad_in[b, d, h, w] = sum of grad_out over the outputs that read
+//                 (d, h, w) (a gather: deterministic, no atomics); KIND float32 / float64.
 //   OP 4  repeat index: out[p] = the r with cumsum[r - 1] <= p < cumsum[r] (int64 cumsum of
 //                 the repeats, binary search), stored as the output dtype (int32 / int64).
 // Ops 1 and 2 copy element bits (any dtype: specialization constant 1 = dtype).
@@ -156,18 +158,22 @@ layout(push_constant) uniform Push {
   uint64_t in_addr;   //  0: input (op 2) or grad_output (op 3)
   uint64_t out_addr;  //  8: output (op 2) or grad_input (op 3)
   int batch;          // 16
-  int h;              // 20: input height / width
-  int w;              // 24
-  int oh;             // 28: output height / width
-  int ow;             // 32
-  int pad_top;        // 36
-  int pad_left;       // 40
-  int reflect;        // 44: 1 reflection, 0 replication
-  int in_dtype;       // 48 (op 3)
-  int out_dtype;      // 52 (op 3)
+  int d;              // 20: input depth / height / width
+  int h;              // 24
+  int w;              // 28
+  int od;             // 32: output depth / height / width
+  int oh;             // 36
+  int ow;             // 40
+  int pad_front;      // 44: leading pads (negative: cropped)
+  int pad_top;        // 48
+  int pad_left;       // 52
+  int reflect;        // 56: 1 reflection, 0 replication
+  int in_dtype;       // 60 (op 3)
+  int out_dtype;      // 64 (op 3)
 } pc;
 
-// Input coordinate read by output coordinate o (pad = leading padding, n = input size).
+// Input coordinate read by output coordinate o (pad = leading padding, n = input size). The
+// host guarantees |pad| < n for reflection on the padded sides, so one reflection suffices.
 int source_of(int o, int pad, int n) {
   int x = o - pad;
   if (pc.reflect != 0) {
@@ -180,32 +186,38 @@ int source_of(int o, int pad, int n) {
 
 #if OP == 2
 void main() {
-  uint total = uint(pc.batch) * uint(pc.oh) * uint(pc.ow);
-  uint ow = uint(pc.ow), oh = uint(pc.oh);
+  uint ow = uint(pc.ow), oh = uint(pc.oh), od = uint(pc.od);
+  uint total = uint(pc.batch) * od * oh * ow;
   for (uint e = gl_GlobalInvocationID.x; e < total; e += grid_step()) {
     uint x = e % ow;
-    uint y = (e / ow) % oh;
-    uint b = e / (ow * oh);
+    uint t = e / ow;
+    uint y = t % oh;
+    t /= oh;
+    uint z = t % od;
+    uint b = t / od;
+    int sz = source_of(int(z), pc.pad_front, pc.d);
     int sy = source_of(int(y), pc.pad_top, pc.h);
     int sx = source_of(int(x), pc.pad_left, pc.w);
-    int src = int((b * uint(pc.h) + uint(sy)) * uint(pc.w) + uint(sx));
+    int src = int(((b * uint(pc.d) + uint(sz)) * uint(pc.h) + uint(sy)) * uint(pc.w) + uint(sx));
     store_bits(pc.out_addr, int(e), load_bits(pc.in_addr, src));
   }
 }
 #else
-// The output coordinates that read input coordinate s: up to three ranges [lo, hi).
-void ranges_of(int s, int pad, int n, int out_n, out ivec2 r0, out ivec2 r1, out ivec2 r2) {
-  r0 = ivec2(s + pad, s + pad + 1);
-  r1 = ivec2(0, 0);
-  r2 = ivec2(0, 0);
+// The output coordinates that read input coordinate s: up to three disjoint ranges [lo, hi)
+// (possibly empty), clipped to [0, out_n) (negative pads crop).
+void ranges_of(int s, int pad, int n, int out_n, out ivec2 r[3]) {
+  r[0] = ivec2(s + pad, s + pad + 1);                                   // o - pad == s
+  r[1] = ivec2(0, 0);
+  r[2] = ivec2(0, 0);
   if (pc.reflect != 0) {
-    if (s >= 1 && s <= pad) r1 = ivec2(pad - s, pad - s + 1);            // left reflection
-    int o = pad + 2 * (n - 1) - s;                                       // right reflection
-    if (s <= n - 2 && o < out_n) r2 = ivec2(o, o + 1);
+    if (s >= 1) r[1] = ivec2(pad - s, pad - s + 1);                     // left reflection
+    int o = pad + 2 * (n - 1) - s;                                      // right reflection
+    if (s <= n - 2) r[2] = ivec2(o, o + 1);
   } else {
-    if (s == 0) r1 = ivec2(0, pad);                                      // left edge copies
-    if (s == n - 1) r2 = ivec2(pad + n, out_n);                          // right edge copies
+    if (s == 0) r[1] = ivec2(0, pad);                                   // left edge copies
+    if (s == n - 1) r[2] = ivec2(pad + n, out_n);                       // right edge copies
   }
+  for (int k = 0; k < 3; ++k) r[k] = ivec2(max(r[k].x, 0), min(r[k].y, out_n));
 }
 
 T sum_row(int row_base, ivec2 xr[3]) {
@@ -216,18 +228,25 @@ T sum_row(int row_base, ivec2 xr[3]) {
 }
 
 void main() {
-  uint total = uint(pc.batch) * uint(pc.h) * uint(pc.w);
-  uint w = uint(pc.w), h = uint(pc.h);
+  uint w = uint(pc.w), h = uint(pc.h), d = uint(pc.d);
+  uint total = uint(pc.batch) * d * h * w;
   for (uint e = gl_GlobalInvocationID.x; e < total; e += grid_step()) {
     int sx = int(e % w);
-    int sy = int((e / w) % h);
-    int b = int(e / (w * h));
-    ivec2 yr[3], xr[3];
-    ranges_of(sy, pc.pad_top, pc.h, pc.oh, yr[0], yr[1], yr[2]);
-    ranges_of(sx, pc.pad_left, pc.w, pc.ow, xr[0], xr[1], xr[2]);
+    uint t = e / w;
+    int sy = int(t % h);
+    t /= h;
+    int sz = int(t % d);
+    int b = int(t / d);
+    ivec2 zr[3], yr[3], xr[3];
+    ranges_of(sz, pc.pad_front, pc.d, pc.od, zr);
+    ranges_of(sy, pc.pad_top, pc.h, pc.oh, yr);
+    ranges_of(sx, pc.pad_left, pc.w, pc.ow, xr);
     T acc = T(0);
-    for (int k = 0; k < 3; ++k)
-      for (int y = yr[k].x; y < yr[k].y; ++y) acc += sum_row((b * pc.oh + y) * pc.ow, xr);
+    for (int kz = 0; kz < 3; ++kz)
+      for (int z = zr[kz].x; z < zr[kz].y; ++z)
+        for (int ky = 0; ky < 3; ++ky)
+          for (int y = yr[ky].x; y < yr[ky].y; ++y)
+            acc += sum_row(((b * pc.od + z) * pc.oh + y) * pc.ow, xr);
     STORE_T(pc.out_addr, pc.out_dtype, int(e), acc);
   }
 }

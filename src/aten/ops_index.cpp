@@ -1,5 +1,5 @@
 // Native indexing ops: gather, scatter (src / value / reduce), scatter_add, scatter_reduce,
-// index_select, index.Tensor, _index_put_impl_, index_add, index_copy, index_fill_,
+// index_select, index.Tensor, _index_put_impl_, index_add, index_reduce, index_copy, index_fill_,
 // masked_fill_, masked_select, masked_scatter_, nonzero, take, put_ and
 // embedding_dense_backward. Shape / dtype checks come from PyTorch's meta functions where
 // they exist, otherwise they repeat the CPU's checks and messages.
@@ -21,6 +21,7 @@
 #include <ATen/ops/gather_meta.h>
 #include <ATen/ops/index_add_meta.h>
 #include <ATen/ops/index_copy_meta.h>
+#include <ATen/ops/index_reduce_meta.h>
 #include <ATen/ops/scatter_add_meta.h>
 #include <ATen/ops/scatter_meta.h>
 #include <ATen/ops/scatter_reduce_meta.h>
@@ -277,6 +278,24 @@ at::Tensor& scatter_add_(at::Tensor& self, int64_t dim, const at::Tensor& index,
   return scatter_add_out(self, dim, index, src, self);
 }
 
+// The value a reduction starts from when self is excluded (include_self = false): 1 for
+// products, -inf / +inf (the type's lowest / max for integers) for amax / amin, else 0.
+c10::Scalar reduction_identity(AccumulateOp op, at::ScalarType dtype) {
+  c10::Scalar init = 0;
+  const bool is_float = at::isFloatingType(dtype);
+  AT_DISPATCH_V2(dtype, "reduction_identity_vk", AT_WRAP([&] {
+    using lim = std::numeric_limits<scalar_t>;
+    if (op == AccumulateOp::Mul) init = 1;
+    else if (op == AccumulateOp::Max)
+      init = is_float ? c10::Scalar(-std::numeric_limits<double>::infinity())
+                      : c10::Scalar(static_cast<int64_t>(lim::lowest()));
+    else if (op == AccumulateOp::Min)
+      init = is_float ? c10::Scalar(std::numeric_limits<double>::infinity())
+                      : c10::Scalar(static_cast<int64_t>(lim::max()));
+  }), AT_EXPAND(AT_ALL_TYPES), at::kHalf, at::kBool, at::kBFloat16);
+  return init;
+}
+
 // scatter_reduce.two, as the CPU: positions that receive a scatter start from the reduction's
 // identity when include_self is false; mean divides by the number of contributions (plus one
 // for self), with floor division for integer dtypes.
@@ -289,21 +308,9 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
   if (index.numel() == 0) return out;
   const AccumulateOp op = accumulate_op(reduce, "scatter_reduce");
   const at::ScalarType dtype = out.scalar_type();
-  if (!include_self) {
-    c10::Scalar init = 0;
-    const bool is_float = at::isFloatingType(dtype);
-    AT_DISPATCH_V2(dtype, "scatter_reduce_init_vk", AT_WRAP([&] {
-      using lim = std::numeric_limits<scalar_t>;
-      if (op == AccumulateOp::Mul) init = 1;
-      else if (op == AccumulateOp::Max)
-        init = is_float ? c10::Scalar(-std::numeric_limits<double>::infinity())
-                        : c10::Scalar(static_cast<int64_t>(lim::lowest()));
-      else if (op == AccumulateOp::Min)
-        init = is_float ? c10::Scalar(std::numeric_limits<double>::infinity())
-                        : c10::Scalar(static_cast<int64_t>(lim::max()));
-    }), AT_EXPAND(AT_ALL_TYPES), at::kHalf, at::kBool, at::kBFloat16);
-    launch_scatter(out, dim, index, at::Tensor(), init, std::nullopt, "scatter_reduce");
-  }
+  if (!include_self)
+    launch_scatter(out, dim, index, at::Tensor(), reduction_identity(op, dtype), std::nullopt,
+                   "scatter_reduce");
   launch_scatter(out, dim, index, src, 0, op, "scatter_reduce");
   if (reduce == "mean") {
     at::Tensor count = include_self ? at::ones_like(out) : at::zeros_like(out);
@@ -534,7 +541,8 @@ at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::
 // self[..., index[j], ...] (op)= source[..., j, ...] over source's shape.
 void launch_index_scatter(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                           const at::Tensor& source, const c10::Scalar& value, IndexMode mode,
-                          DeviceErrorCode error, bool wrap, const char* name) {
+                          DeviceErrorCode error, bool wrap, const char* name,
+                          AccumulateOp op = AccumulateOp::Add) {
   // The index space: source's shape, or self's with dim replaced by the index count.
   std::vector<int64_t> shape = source.defined() ? source.sizes().vec() : self.sizes().vec();
   if (!source.defined() && self.dim() > 0) shape[dim] = index.numel();
@@ -542,7 +550,7 @@ void launch_index_scatter(const at::Tensor& self, int64_t dim, const at::Tensor&
   if (index.numel() == 0 || c10::multiply_integers(shape) == 0) return;
   IndexProblem p;
   p.mode = mode;
-  p.op = AccumulateOp::Add;
+  p.op = op;
   p.kind = accumulate_kind(self.scalar_type());
   set_space(p, shape, name);
   p.dst = operand(self, name);
@@ -586,6 +594,56 @@ at::Tensor index_add(const at::Tensor& self, int64_t dim, const at::Tensor& inde
 at::Tensor& index_add_(at::Tensor& self, int64_t dim, const at::Tensor& index,
                        const at::Tensor& source, const c10::Scalar& alpha) {
   return index_add_out(self, dim, index, source, alpha, self);
+}
+
+// index_reduce (prod / mean / amax / amin), as the CPU's index_reduce_func_impl: with
+// include_self false the indexed slices first take the reduction's identity (an index_fill,
+// which wraps negative indices and reports positive out-of-range ones with index_fill's
+// wording, as on the CPU); then every source slice is reduced into self's slice index[j]
+// (out-of-range or negative: "index out of range in self", checked on the device); mean
+// divides by the number of contributions (+1 for self), with floor division for integers.
+at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                             const at::Tensor& source, c10::string_view reduce, bool include_self,
+                             at::Tensor& out) {
+  Structured<at::meta::structured_index_reduce> s(out);
+  dim = s.meta(self, dim, index, source, reduce, include_self).dim;
+  TORCH_WARN_ONCE("index_reduce() is in beta and the API may change at any time.");
+  const at::ScalarType dtype = self.scalar_type();
+  // bool, as the CPU: its identity fill and its 1-d loop refuse bool, mean's floor division
+  // too; 2-d+ prod / amax / amin with self included reduce (and / or / and).
+  if (dtype == at::kBool) {
+    if (!include_self) raise_not_implemented_for("index_reduce_func_exclude_input_init", dtype);
+    if (self.dim() <= 1) raise_not_implemented_for("index_func_", dtype);
+    if (reduce == "mean" && index.numel() > 0) raise_not_implemented_for("div_floor_cpu", dtype);
+  }
+  vk_dtype(dtype, "index_reduce_");
+  check_vk(index, self, "index", "index_reduce_()");
+  check_vk(source, self, "source", "index_reduce_()");
+  copy_self(self, out);
+  const AccumulateOp op = accumulate_op(reduce, "index_reduce");
+  if (!include_self)
+    launch_index_scatter(out, dim, index, at::Tensor(), reduction_identity(op, dtype),
+                         IndexMode::Scatter, DeviceErrorCode::IndexOutOfBounds, true, "index_reduce_");
+  launch_index_scatter(out, dim, index, source, 0, IndexMode::Accumulate,
+                       DeviceErrorCode::IndexOutOfRangeInSelf, false, "index_reduce_", op);
+  if (reduce == "mean") {
+    at::Tensor count = include_self ? at::ones_like(out) : at::zeros_like(out);
+    launch_index_scatter(count, dim, index, at::Tensor(), 1, IndexMode::Accumulate,
+                         DeviceErrorCode::IndexOutOfRangeInSelf, false, "index_reduce_");
+    count.masked_fill_(count == 0, 1);
+    if (at::isFloatingType(dtype)) out.div_(count);
+    else out.div_(count, "floor");
+  }
+  return out;
+}
+at::Tensor index_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                        const at::Tensor& source, c10::string_view reduce, bool include_self) {
+  at::Tensor out = at::empty_like(self);
+  return index_reduce_out(self, dim, index, source, reduce, include_self, out);
+}
+at::Tensor& index_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index,
+                          const at::Tensor& source, c10::string_view reduce, bool include_self) {
+  return index_reduce_out(self, dim, index, source, reduce, include_self, self);
 }
 
 at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
@@ -937,6 +995,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_add", TORCH_FN(index_add));
   m.impl("index_add_", TORCH_FN(index_add_));
   m.impl("index_add.out", TORCH_FN(index_add_out));
+  m.impl("index_reduce", TORCH_FN(index_reduce));
+  m.impl("index_reduce_", TORCH_FN(index_reduce_));
+  m.impl("index_reduce.out", TORCH_FN(index_reduce_out));
   m.impl("index_copy", TORCH_FN(index_copy));
   m.impl("index_copy_", TORCH_FN(index_copy_));
   m.impl("index_copy.out", TORCH_FN(index_copy_out));

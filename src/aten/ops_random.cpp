@@ -155,8 +155,8 @@ struct BernoulliTensorKernel {
                 p.scalar_type());
     // p broadcasts to self (as the CPU's expand_inplace); a CPU p is moved to the device.
     at::Tensor pe = p.to(self.device()).expand(self.sizes());
-    // TODO(torch-vk): the CPU raises for p outside [0, 1]; the device kernel cannot raise
-    // without a host wait (CUDA asserts on the device): such p behave as clamped.
+    // p outside [0, 1] (or NaN) is checked by the kernel on the device (no host wait): the
+    // CPU's RuntimeError is raised at the stream's next synchronization.
     launch_random(self, RandomOp::Bernoulli, gen, 0.0, 0.0, "bernoulli_", pe);
   }
 };

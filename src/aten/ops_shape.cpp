@@ -1,6 +1,6 @@
 // Native data movement and creation ops: cat (so stack, hstack, ...), flip, roll, tril /
 // triu, eye, arange / range / linspace / logspace, repeat_interleave's index expansion, and
-// reflection / replication padding (1-D and 2-D, forward and backward).
+// reflection / replication padding (1-D, 2-D and 3-D, forward and backward; negative pads crop).
 //
 // cat, roll and eye compose views with the native copy / fill kernels (one copy dispatch per
 // input or per rolled piece); flip is one dispatch of the element-wise copy kernel over a
@@ -19,9 +19,12 @@
 #include <ATen/ops/cat_meta.h>
 #include <ATen/ops/reflection_pad1d_backward_meta.h>
 #include <ATen/ops/reflection_pad1d_meta.h>
+#include <ATen/ops/reflection_pad3d_backward_meta.h>
+#include <ATen/ops/reflection_pad3d_meta.h>
 #include <ATen/ops/replication_pad1d_backward_meta.h>
 #include <ATen/ops/replication_pad1d_meta.h>
 #include <ATen/ops/replication_pad2d_meta.h>
+#include <ATen/ops/replication_pad3d_meta.h>
 #include <ATen/ops/tril_meta.h>
 #include <ATen/ops/triu_meta.h>
 #include <ATen/ops/unfold_native.h>
@@ -29,6 +32,7 @@
 #include <torch/library.h>
 
 #include <cmath>
+#include <string>
 
 #include "aten/launch.h"
 #include "aten/ops_reduce.h"
@@ -351,25 +355,26 @@ at::Tensor repeat_interleave(const at::Tensor& repeats, std::optional<c10::SymIn
 }
 
 // ---------------------------------------------------------------- padding
-// The padded dims of `t` (1 or 2 trailing dims) as [batch, h, w].
-void pad_view(const at::Tensor& t, int dims, int64_t& batch, int64_t& h, int64_t& w) {
+// The padded dims of `t` (1, 2 or 3 trailing dims) as [batch, d, h, w].
+void pad_view(const at::Tensor& t, int dims, int64_t& batch, int64_t& d, int64_t& h, int64_t& w) {
   w = t.size(-1);
-  h = dims == 2 ? t.size(-2) : 1;
-  batch = (h * w) == 0 ? 0 : t.numel() / (h * w);
+  h = dims >= 2 ? t.size(-2) : 1;
+  d = dims == 3 ? t.size(-3) : 1;
+  batch = (d * h * w) == 0 ? 0 : t.numel() / (d * h * w);
 }
 
+// `padding` is PyTorch's (left, right[, top, bottom[, front, back]]); negative entries crop.
+// The callers ran PyTorch's checks (reflection: each pad < its input size).
 kernels::Pad pad_geometry(const at::Tensor& input, const at::Tensor& output, int dims,
                           at::IntArrayRef padding, bool reflect) {
-  for (const int64_t p : padding)
-    TORCH_CHECK_NOT_IMPLEMENTED(p >= 0, "torch-vk: negative ", reflect ? "reflection" : "replication",
-                                " padding is not supported, got ", padding);
   kernels::Pad g;
   g.reflect = reflect;
-  pad_view(input, dims, g.batch, g.h, g.w);
+  pad_view(input, dims, g.batch, g.d, g.h, g.w);
   int64_t ob;
-  pad_view(output, dims, ob, g.oh, g.ow);
+  pad_view(output, dims, ob, g.od, g.oh, g.ow);
   g.pad_left = padding[0];
-  g.pad_top = dims == 2 ? padding[2] : 0;
+  g.pad_top = dims >= 2 ? padding[2] : 0;
+  g.pad_front = dims == 3 ? padding[4] : 0;
   return g;
 }
 
@@ -411,9 +416,49 @@ template <class Meta, bool Reflect, int Dims>
 at::Tensor& pad_out(const at::Tensor& input, at::IntArrayRef padding, at::Tensor& out) {
   Structured<Meta> s(out);
   s.meta(input, padding);
-  launch_pad(input, out, Dims, padding, Reflect,
-             Reflect ? "reflection_pad1d" : (Dims == 1 ? "replication_pad1d" : "replication_pad2d"));
+  static const std::string name = std::string(Reflect ? "reflection_pad" : "replication_pad") +
+                                  std::to_string(Dims) + "d";
+  launch_pad(input, out, Dims, padding, Reflect, name.c_str());
   return out;
+}
+
+// reflection_pad3d_backward is structured (its meta checks the sizes).
+at::Tensor& reflection_pad3d_backward_out(const at::Tensor& grad_output, const at::Tensor& input,
+                                          at::IntArrayRef padding, at::Tensor& grad_input) {
+  Structured<at::meta::structured_reflection_pad3d_backward> s(grad_input);
+  s.meta(grad_output, input, padding);
+  launch_pad_backward(grad_output, input, grad_input, 3, padding, true, "reflection_pad3d_backward");
+  return grad_input;
+}
+
+// replication_pad3d_backward is not structured: the CPU's checks
+// (replication_pad3d_backward_out_cpu_template).
+at::Tensor& replication_pad3d_backward_out(const at::Tensor& grad_output, const at::Tensor& input,
+                                           at::IntArrayRef padding, at::Tensor& grad_input) {
+  TORCH_CHECK(padding.size() == 6, "padding size is expected to be 6");
+  int dim_w = 3, dim_h = 2, dim_d = 1;
+  if (input.dim() == 5) {
+    dim_w++;
+    dim_h++;
+    dim_d++;
+  }
+  const int64_t output_d = input.size(dim_d) + padding[4] + padding[5];
+  const int64_t output_h = input.size(dim_h) + padding[2] + padding[3];
+  const int64_t output_w = input.size(dim_w) + padding[0] + padding[1];
+  TORCH_CHECK(output_w == grad_output.size(dim_w), "gradOutput width unexpected. Expected: ",
+              output_w, ", Got: ", grad_output.size(dim_w));
+  TORCH_CHECK(output_h == grad_output.size(dim_h), "gradOutput height unexpected. Expected: ",
+              output_h, ", Got: ", grad_output.size(dim_h));
+  TORCH_CHECK(output_d == grad_output.size(dim_d), "gradOutput depth unexpected. Expected: ",
+              output_d, ", Got: ", grad_output.size(dim_d));
+  grad_input.resize_as_(input);
+  launch_pad_backward(grad_output, input, grad_input, 3, padding, false, "replication_pad3d_backward");
+  return grad_input;
+}
+at::Tensor replication_pad3d_backward(const at::Tensor& grad_output, const at::Tensor& input,
+                                      at::IntArrayRef padding) {
+  at::Tensor grad_input = at::empty_like(input, at::MemoryFormat::Contiguous);
+  return replication_pad3d_backward_out(grad_output, input, padding, grad_input);
 }
 
 template <class Meta, bool Reflect>
@@ -546,6 +591,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("reflection_pad2d_backward.grad_input", TORCH_FN(reflection_pad2d_backward_out));
   m.impl("replication_pad2d_backward", TORCH_FN(replication_pad2d_backward));
   m.impl("replication_pad2d_backward.grad_input", TORCH_FN(replication_pad2d_backward_out));
+  m.impl("reflection_pad3d.out",
+         TORCH_FN((pad_out<at::meta::structured_reflection_pad3d, true, 3>)));
+  m.impl("replication_pad3d.out",
+         TORCH_FN((pad_out<at::meta::structured_replication_pad3d, false, 3>)));
+  m.impl("reflection_pad3d_backward.grad_input", TORCH_FN(reflection_pad3d_backward_out));
+  m.impl("replication_pad3d_backward", TORCH_FN(replication_pad3d_backward));
+  m.impl("replication_pad3d_backward.grad_input", TORCH_FN(replication_pad3d_backward_out));
 }
 
 }  // namespace tvk::aten

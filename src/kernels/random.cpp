@@ -197,6 +197,9 @@ void random_elementwise(Stream& stream, const RandomElementwise& p) {
   set_params(push, p.p);
   push.pi[0] = p.i[0];
   push.pi[1] = p.i[1];
+  // Tensor probabilities outside [0, 1] are reported there (BernoulliProbabilityOutOfRange).
+  if (p.op == RandomOp::Bernoulli && p.tensor_p)
+    push.pi[0] = static_cast<int64_t>(stream.device_error_address());
   push.numel = static_cast<int32_t>(p.numel);
   push.ndim = dims.ndim;
   push.aux0 = p.tensor_p ? 1 : 0;

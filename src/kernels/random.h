@@ -29,6 +29,8 @@ enum class RandomOp : int32_t {
   Uniform = 0,      // from + u * (to - from), u in [0, 1); never `to` after rounding   p = {from, to}
   Normal = 1,       // mean + std * N(0, 1) (Box-Muller)                                  p = {mean, std}
   Bernoulli = 2,    // u < prob ? 1 : 0; prob = p[0], or in0 (broadcast) with tensor_p     p = {prob}
+                    // tensor prob outside [0, 1] or NaN: reported as a device error
+                    // (BernoulliProbabilityOutOfRange, thrown at the stream's next wait)
   RandomInt = 3,    // from + r mod range (r: 32-bit when range < 2^32, else 64-bit);
                     // range 0 means 2^64 (raw 64-bit values)                              i = {from, range}
   Exponential = 4,  // -log(u) / lambda, u in (0, 1)                                       p = {lambda}

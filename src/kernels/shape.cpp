@@ -48,9 +48,10 @@ static_assert(sizeof(TriPush) == 40);
 struct PadPush {
   uint64_t in_addr;
   uint64_t out_addr;
-  int32_t batch, h, w, oh, ow, pad_top, pad_left, reflect, in_dtype, out_dtype;
+  int32_t batch, d, h, w, od, oh, ow, pad_front, pad_top, pad_left, reflect, in_dtype, out_dtype;
+  int32_t unused;  // the struct is 8-byte aligned
 };
-static_assert(sizeof(PadPush) == 56);
+static_assert(sizeof(PadPush) == 72);
 
 struct RepeatPush {
   uint64_t cumsum_addr;
@@ -155,25 +156,38 @@ void triangle(Stream& stream, bool upper, int64_t batch, int64_t rows, int64_t c
 }
 
 namespace {
-PadPush pad_push(const Pad& g, Operand out, Operand in) {
-  checked_product({g.batch, g.h, g.w});
-  checked_product({g.batch, g.oh, g.ow});
-  if (g.pad_top < 0 || g.pad_left < 0 || g.pad_top + g.h > g.oh || g.pad_left + g.w > g.ow)
-    invalid(kWhere, "pad: inconsistent sizes");
-  if (g.reflect && (g.pad_top >= std::max<int64_t>(g.h, 1) || g.pad_left >= std::max<int64_t>(g.w, 1) ||
-                    g.oh - g.h - g.pad_top >= std::max<int64_t>(g.h, 1) ||
-                    g.ow - g.w - g.pad_left >= std::max<int64_t>(g.w, 1)))
+// One padded dimension: input size n, output size out_n, leading pad `lead` (the trailing one is
+// out_n - n - lead). Either pad may be negative (a crop). Reflection reads one mirror image, so
+// a positive pad must stay below n.
+void check_pad_dim(bool reflect, int64_t n, int64_t out_n, int64_t lead) {
+  if (n < 0 || out_n < 0) invalid(kWhere, "pad: negative size");
+  const int64_t trail = out_n - n - lead;
+  if (reflect && out_n > 0 && (lead >= std::max<int64_t>(n, 1) || trail >= std::max<int64_t>(n, 1)))
     invalid(kWhere, "pad: reflection padding must be smaller than the input size");
+}
+
+PadPush pad_push(const Pad& g, Operand out, Operand in) {
+  checked_product({g.batch, g.d, g.h, g.w});
+  checked_product({g.batch, g.od, g.oh, g.ow});
+  check_pad_dim(g.reflect, g.d, g.od, g.pad_front);
+  check_pad_dim(g.reflect, g.h, g.oh, g.pad_top);
+  check_pad_dim(g.reflect, g.w, g.ow, g.pad_left);
+  for (const int64_t v : {g.pad_front, g.pad_top, g.pad_left, g.od - g.d - g.pad_front,
+                          g.oh - g.h - g.pad_top, g.ow - g.w - g.pad_left})
+    if (v < -kMaxIndex || v > kMaxIndex) invalid(kWhere, "pad: padding exceeds the 32-bit index range");
   check_operand(out, "output");
   check_operand(in, "input");
   PadPush push{};
   push.in_addr = in.address;
   push.out_addr = out.address;
   push.batch = static_cast<int32_t>(g.batch);
+  push.d = static_cast<int32_t>(g.d);
   push.h = static_cast<int32_t>(g.h);
   push.w = static_cast<int32_t>(g.w);
+  push.od = static_cast<int32_t>(g.od);
   push.oh = static_cast<int32_t>(g.oh);
   push.ow = static_cast<int32_t>(g.ow);
+  push.pad_front = static_cast<int32_t>(g.pad_front);
   push.pad_top = static_cast<int32_t>(g.pad_top);
   push.pad_left = static_cast<int32_t>(g.pad_left);
   push.reflect = g.reflect ? 1 : 0;
@@ -185,9 +199,9 @@ PadPush pad_push(const Pad& g, Operand out, Operand in) {
 
 void pad(Stream& stream, const Pad& g, Operand out, Operand in) {
   const PadPush push = pad_push(g, out, in);
-  const int64_t numel = g.batch * g.oh * g.ow;
+  const int64_t numel = g.batch * g.od * g.oh * g.ow;
   if (numel == 0) return;
-  if (g.batch * g.h * g.w == 0) invalid(kWhere, "pad: empty input with a non-empty output");
+  if (g.batch * g.d * g.h * g.w == 0) invalid(kWhere, "pad: empty input with a non-empty output");
   if (in.dtype != out.dtype) invalid(kWhere, "pad: input and output dtypes differ");
   check_float64(stream, in.dtype == DType::Float64);
   launch(stream, "shape.pad", {static_cast<uint32_t>(in.dtype)}, numel, &push, sizeof(push));
@@ -202,7 +216,7 @@ void pad_backward(Stream& stream, const Pad& g, ComputeKind kind, Operand grad_i
   bw.out_addr = grad_in.address;
   bw.in_dtype = static_cast<int32_t>(grad_out.dtype);
   bw.out_dtype = static_cast<int32_t>(grad_in.dtype);
-  const int64_t numel = g.batch * g.h * g.w;
+  const int64_t numel = g.batch * g.d * g.h * g.w;
   if (numel == 0) return;
   if (kind != ComputeKind::Float32 && kind != ComputeKind::Float64)
     invalid(kWhere, "pad_backward: the kind must be Float32 or Float64");

@@ -37,16 +37,19 @@ void range(Stream& stream, const Range& problem);
 void triangle(Stream& stream, bool upper, int64_t batch, int64_t rows, int64_t cols,
               int64_t diagonal, Operand out, Operand in);
 
-// Reflection (reflect = true) or replication padding of contiguous [batch, h, w] into
-// [batch, oh, ow] (same dtype); the leading pads are pad_top / pad_left (>= 0), the trailing
-// ones follow from the sizes. Reflection needs pads < the padded size (the caller checks).
+// Reflection (reflect = true) or replication padding of contiguous [batch, d, h, w] into
+// [batch, od, oh, ow] (same dtype; 1-D / 2-D padding: d = od = 1, h = oh = 1); the leading
+// pads are pad_front / pad_top / pad_left, the trailing ones follow from the sizes. Pads may
+// be negative (the input is cropped). Reflection needs each positive pad < the input size of
+// its dimension (the caller checks, with PyTorch's messages).
 struct Pad {
   bool reflect = true;
-  int64_t batch = 1, h = 1, w = 1, oh = 1, ow = 1, pad_top = 0, pad_left = 0;
+  int64_t batch = 1, d = 1, h = 1, w = 1, od = 1, oh = 1, ow = 1;
+  int64_t pad_front = 0, pad_top = 0, pad_left = 0;
 };
 void pad(Stream& stream, const Pad& geometry, Operand out, Operand in);
-// grad_in [batch, h, w] = the sum of grad_out [batch, oh, ow] over the outputs that read each
-// input element. `kind`: Float32 (float16 / bfloat16 / float32 operands) or Float64.
+// grad_in [batch, d, h, w] = the sum of grad_out [batch, od, oh, ow] over the outputs that read
+// each input element (0 for cropped ones). `kind`: Float32 (float16 / bfloat16 / float32 operands) or Float64.
 void pad_backward(Stream& stream, const Pad& geometry, ComputeKind kind, Operand grad_in,
                   Operand grad_out);
 

@@ -67,6 +67,9 @@ enum class DeviceErrorCode : uint32_t {
   BceInputOutOfRange = 8,
   // RuntimeError "all elements of target should be between 0 and 1" (binary_cross_entropy)
   BceTargetOutOfRange = 9,
+  // RuntimeError "Expected p_in >= 0 && p_in <= 1 to be true, but got false." (bernoulli with
+  // a probability tensor)
+  BernoulliProbabilityOutOfRange = 10,
 };
 
 // Layout of the per-stream error record in device memory (mirrored by TvkErrorRecord in

@@ -622,7 +622,11 @@ void Stream::wait_for_point(uint64_t value) {
     TVK_CHECK(value <= impl_->submitted, "wait for timeline value ", value,
               " beyond the last recorded work (", impl_->submitted, ") of stream ", id_);
   }
-  if (completed_point() >= value) return;
+  // The work may have completed since the first check (submit above): its errors count too.
+  if (completed_point() >= value) {
+    check_device_errors();
+    return;
+  }
   impl_->counters.host_waits.fetch_add(1, std::memory_order_relaxed);
   VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
   wi.semaphoreCount = 1;
@@ -684,6 +688,10 @@ void throw_device_error(const DeviceErrorRecord& r) {
       throw DeviceAssertError("all elements of input should be between 0 and 1");
     case DeviceErrorCode::BceTargetOutOfRange:
       throw DeviceAssertError("all elements of target should be between 0 and 1");
+    case DeviceErrorCode::BernoulliProbabilityOutOfRange:
+      throw DeviceAssertError(
+          "Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error message "
+          "be improved?  If so, please report an enhancement request to PyTorch.)");
     default:
       throw DeviceAssertError(detail::concat("torch-vk: a kernel reported device error code ",
                                              r.code, " (index ", r.index, ", size ", r.size,

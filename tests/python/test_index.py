@@ -1,5 +1,5 @@
 """Indexing ops against PyTorch's CPU: gather / scatter family, index_select, advanced indexing
-(index.Tensor, index_put_), index_add_ / index_copy_ / index_fill_, masks (masked_fill_,
+(index.Tensor, index_put_), index_add_ / index_reduce / index_copy_ / index_fill_, masks (masked_fill_,
 masked_select, masked_scatter_, nonzero), take / put_, embedding (forward, backward), one_hot,
 and the device-side index error mechanism (out-of-range indices raise at the next sync point
 and never touch memory outside the tensor)."""
@@ -301,6 +301,101 @@ def test_index_copy_fill_bad_input():
     check(lambda a, i, s: a.index_add(0, i, s), x, torch.tensor([0]), make((1, 4), torch.float64))
 
 
+# ---------------------------------------------------------------- index_reduce
+
+INDEX_REDUCE_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8,
+                       torch.int16, torch.int32, torch.int64, torch.uint8]
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce")
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("dtype", INDEX_REDUCE_DTYPES, ids=str)
+def test_index_reduce(reduce, dtype):
+    low, high = (-1.5, 2) if reduce == "prod" else (-3, 3)
+    x = make((5, 4, 3), dtype, low=low, high=high)
+    tol = ACC_TOL.get(dtype, {})
+    for dim in (0, 1, -1):
+        idx = torch.tensor([0, 2, 0, x.shape[dim] - 1, 0])  # duplicates; slot 1 receives nothing
+        shape = list(x.shape)
+        shape[dim] = 5
+        src = make(tuple(shape), dtype, low=low, high=high, seed=dim + 40)
+        for include_self in (True, False):
+            for _, lay in layouts(x):
+                check(lambda a, i, s: lay(a).index_reduce(dim, i, s, reduce, include_self=include_self),
+                      x, idx, src, **tol)
+                check(lambda a, i, s: lay(a).index_reduce_(dim, i.to(torch.int32),
+                                                           s.transpose(0, 2).contiguous().transpose(0, 2),
+                                                           reduce, include_self=include_self),
+                      x, idx, src, **tol)
+            check(lambda a, i, s: torch.index_reduce(a, dim, i, s, reduce, include_self=include_self,
+                                                     out=torch.empty(0, dtype=dtype, device=a.device)),
+                  x, idx, src, **tol)
+            check(lambda a, i, s: a.index_reduce(dim, i, s, reduce, include_self=include_self),
+                  x, idx[:0], src.narrow(dim, 0, 0))                        # empty index
+    for include_self in (True, False):
+        one = make((), dtype, seed=5)
+        check(lambda a, i, s: a.index_reduce(0, i, s, reduce, include_self=include_self),
+              make((), dtype, low=low, high=high), torch.tensor([0]), one)  # 0-dim
+        check(lambda a, i, s: a.index_reduce(0, i, s, reduce, include_self=include_self),
+              make((6,), dtype, low=low, high=high), torch.tensor([5, 1, 5]),
+              make((3,), dtype, low=low, high=high, seed=6), **tol)         # 1-d
+        check(lambda a, i, s: a.index_reduce(1, i, s, reduce, include_self=include_self),
+              torch.empty(0, 4, dtype=dtype), torch.tensor([3, 1]), torch.empty(0, 2, dtype=dtype))
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce")
+def test_index_reduce_nan_and_infinities():
+    x = torch.tensor([[1.0, 2.0], [3.0, float("-inf")], [0.0, 0.0]])
+    src = torch.tensor([[float("nan"), 5.0], [-1.0, float("inf")], [0.5, float("nan")]])
+    idx = torch.tensor([0, 0, 1])
+    for reduce in ("prod", "mean", "amax", "amin"):
+        for include_self in (True, False):
+            check(lambda a, i, s: a.index_reduce(0, i, s, reduce, include_self=include_self), x, idx, src)
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce")
+def test_index_reduce_bad_input():
+    x = make((5, 4), torch.float32)
+    src = make((2, 4), torch.float32, seed=1)
+    idx = torch.tensor([0, 1])
+    check(lambda a, i, s: a.index_reduce(0, i, s, "sum"), x, idx, src)
+    check(lambda a, i, s: a.index_reduce(0, i, s, "prod"), x, idx.float(), src)
+    check(lambda a, i, s: a.index_reduce(2, i, s, "prod"), x, idx, src)
+    check(lambda a, i, s: a.index_reduce(0, i, s, "mean"), x, idx, src[:, :3])
+    check(lambda a, i, s: a.index_reduce(0, i, s, "amax"), x, torch.tensor([0, 1, 2]), src)
+    check(lambda a, i, s: a.index_reduce(0, i, s, "amin"), x, idx, src.double())
+    check(lambda a, i, s: a.index_reduce(0, i, s, "prod"), x, idx.view(1, 2), src)
+    # bool: the CPU reduces 2-d+ tensors with self included (and / or), refuses the rest.
+    for include_self in (True, False):
+        for reduce in ("prod", "mean", "amax", "amin"):
+            check(lambda a, i, s: a.index_reduce(0, i, s, reduce, include_self=include_self),
+                  x > 0, idx, src > 0)
+            check(lambda a, i, s: a.t().index_reduce(1, i, s.t(), reduce, include_self=include_self),
+                  x > 0, torch.tensor([3, 1, 3]), make((3, 4), torch.float32, seed=2) > 0)
+            check(lambda a, i, s: a.index_reduce(0, i, s, reduce, include_self=include_self),
+                  (x > 0)[:, 0], idx, (src > 0)[:, 0])
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce")
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+def test_index_reduce_autograd(reduce):
+    # Distinct values (no ties for amax / amin), none zero (prod's gradient divides).
+    x = (torch.randperm(20, generator=gen(3)).double() / 4 + 0.5).view(5, 4).float()
+    src = (torch.randperm(24, generator=gen(4)).double() / 5 + 0.3).view(6, 4).float()
+    idx = torch.tensor([0, 3, 0, 1, 3, 0])
+    g = make((5, 4), torch.float32, seed=13)
+    for include_self in (True, False):
+        grads = []
+        for device in ("cpu", "vk"):
+            a = x.to(device, copy=True).requires_grad_()
+            s = src.to(device, copy=True).requires_grad_()
+            out = a.index_reduce(0, idx.to(device), s, reduce, include_self=include_self)
+            out.backward(g.to(device))
+            grads.append((out.detach().cpu(), a.grad.cpu(), s.grad.cpu()))
+        for got, expected in zip(grads[1], grads[0]):
+            torch.testing.assert_close(got, expected)
+
+
 # ---------------------------------------------------------------- masks
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
@@ -468,6 +563,10 @@ OOB_CASES = {
     "index_put": lambda d, x, i: x.index_put_((i,), torch.ones(i.shape, device=d)),
     "index_put_acc": lambda d, x, i: x.index_put_((i,), torch.ones(i.shape, device=d), accumulate=True),
     "index_add": lambda d, x, i: x.index_add_(0, i, torch.ones(i.shape, device=d)),
+    "index_reduce": lambda d, x, i: x.index_reduce_(0, i, torch.ones(i.shape, device=d), "prod"),
+    # include_self=False: the identity fill reports first (index_fill's wording, as the CPU)
+    "index_reduce_excl": lambda d, x, i: x.index_reduce_(0, i, torch.ones(i.shape, device=d),
+                                                         "mean", include_self=False),
     "index_copy": lambda d, x, i: x.index_copy_(0, i, torch.ones(i.shape, device=d)),
     "index_fill": lambda d, x, i: x.index_fill_(0, i, 1.0),
     "take": lambda d, x, i: torch.take(x, i),

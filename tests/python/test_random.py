@@ -249,6 +249,51 @@ def test_bernoulli_errors():
     check(lambda t: torch.bernoulli(t, -1.0), torch.empty(3))
 
 
+P_MESSAGE = r"Expected p_in >= 0 && p_in <= 1 to be true, but got false\."
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("bad", [1.5, -0.25, float("nan"), float("inf")])
+def test_bernoulli_tensor_p_outside_0_1_raises_like_cpu(dtype, bad):
+    """Checked on the device (no host read of p), raised at the next synchronization with the
+    CPU's exception type and message; the output is still 0 / 1 and the stream keeps working."""
+    torch.manual_seed(12)
+    values = torch.tensor([[0.25, 0.5, bad], [0.0, 1.0, 0.75]], dtype=dtype)
+    layouts = {"contiguous": values, "transposed": values.t().contiguous().t(), "strided": torch.stack([values, values], -1)[..., 1]}
+    calls = (lambda p: torch.bernoulli(p),
+             lambda p: torch.empty(p.shape, dtype=p.dtype, device=p.device).bernoulli_(p),
+             lambda p: torch.empty(4, 2, 3, dtype=torch.float32, device=p.device).bernoulli_(p),  # broadcast
+             lambda p: torch.bernoulli(p, out=torch.empty(p.shape, dtype=p.dtype, device=p.device)))
+    for name, p in layouts.items():
+        for fn in calls:
+            with pytest.raises(RuntimeError, match=P_MESSAGE):
+                fn(p)
+            out = fn(p.to(VK))  # recorded, not yet checked
+            with pytest.raises(RuntimeError, match=P_MESSAGE):
+                torch.vk.synchronize()
+            got = out.cpu().double()  # the error was reported once: the read succeeds
+            assert ((got == 0) | (got == 1)).all(), (name, got)
+            if bad > 1:  # as the comparison u < p defines it
+                assert (got[..., 0, 2] == 1).all()
+            elif not bad > 0:
+                assert (got[..., 0, 2] == 0).all()
+    # A CPU p on a vk self is checked too; the stream works afterwards.
+    with pytest.raises(RuntimeError, match=P_MESSAGE):
+        torch.empty(2, 3, device=VK).bernoulli_(values).cpu()
+    good = torch.full((2, 3), 0.5, dtype=dtype, device=VK)
+    assert torch.bernoulli(good).cpu().shape == (2, 3)
+
+
+def test_bernoulli_tensor_p_edge_values_do_not_raise():
+    p = torch.tensor([0.0, 1.0, -0.0, 0.5])
+    got = torch.bernoulli(p.to(VK)).cpu()
+    assert got[0] == 0 and got[1] == 1 and got[2] == 0
+    assert torch.bernoulli(torch.empty(0, 3, device=VK)).shape == (0, 3)
+    assert torch.bernoulli(torch.tensor(0.5, device=VK)).cpu().dim() == 0
+    with pytest.raises(RuntimeError, match=P_MESSAGE):
+        torch.bernoulli(torch.tensor(2.0, device=VK)).cpu()
+
+
 # ---------------------------------------------------------------- random_ / randint
 
 @pytest.mark.parametrize("dtype", INT_DTYPES + FLOAT_DTYPES + [torch.bool], ids=str)

@@ -1,7 +1,7 @@
 """Data movement and creation ops against PyTorch's CPU: cat / stack, arange / range /
 linspace / logspace, full / fill_, eye, tril / triu, flip, roll, repeat, repeat_interleave,
-constant / reflection / replication padding (forward and backward), clone / contiguous;
-every dtype, non-contiguous, empty and 0-dim inputs, autograd, bad input."""
+constant / reflection / replication padding (1-d / 2-d / 3-d, negative pads; forward and
+backward), clone / contiguous; every dtype, non-contiguous, empty and 0-dim inputs, autograd, bad input."""
 import math
 
 import pytest
@@ -335,6 +335,114 @@ def test_pad_edges_out_and_errors():
     check(lambda a, b: torch.ops.aten.reflection_pad2d_backward(a, b, (1, 2, 0, 1)), g2, x2)
     check(lambda a, b: torch.ops.aten.replication_pad2d_backward(a, b, (1, 2, 0, 1)), g2, x2)
     check(lambda a, b: torch.ops.aten.replication_pad2d_backward(a, b, (1, 2, 1, 1)), g2, x2)
+
+
+# Negative pads crop (one side or both, mixed with positive pads on the other side).
+NEGATIVE_PADS_1D = [(-1, 2), (-2, -1), (1, -3), (-3, 2), (-5, 3), (0, -5)]
+NEGATIVE_PADS_2D = [(-1, 2, 1, -2), (0, 0, -3, 0), (-2, -1, -1, -2), (2, -3, -4, 3)]
+NEGATIVE_PADS_3D = [(-1, 2, 1, -2, 1, -1), (0, 0, 0, 0, -2, 0), (-3, 1, 0, -1, -1, 2)]
+PADS_3D = [(1, 2, 0, 3, 2, 1), (4, 4, 3, 3, 2, 2), (0, 0, 0, 0, 1, 0)]
+
+
+@pytest.mark.parametrize("dtype", NUM_DTYPES, ids=str)
+def test_pad_negative_forward(dtype):
+    x1 = make((2, 3, 6), dtype)
+    x2 = make((2, 3, 5, 6), dtype)
+    for mode in ("reflect", "replicate"):
+        for _, layout in layouts(x1):
+            for pad in NEGATIVE_PADS_1D:
+                check(lambda a: F.pad(layout(a), pad, mode=mode), x1)
+        for _, layout in layouts(x2):
+            for pad in NEGATIVE_PADS_2D:
+                check(lambda a: F.pad(layout(a), pad, mode=mode), x2)
+        check(lambda a: F.pad(a[0], (-1, 3, 2, -2), mode=mode), x2)        # no batch dim
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_pad_negative_backward(dtype):
+    exact = dtype in (torch.float16, torch.bfloat16)
+    x1 = make((2, 2, 6), dtype)
+    x2 = make((2, 2, 5, 6), dtype)
+    for mode in ("reflect", "replicate"):
+        for pad in NEGATIVE_PADS_1D:
+            grads(lambda a: F.pad(a, pad, mode=mode), x1, exact_reference=exact)
+        for pad in NEGATIVE_PADS_2D:
+            grads(lambda a: F.pad(a, pad, mode=mode), x2, exact_reference=exact)
+    grads(lambda a: F.pad(a, (2, -1, -1, 1), mode="replicate"), make((1, 2, 2, 1), dtype),
+          exact_reference=exact)                                            # width 1
+
+
+def test_pad_negative_edges_and_errors():
+    x = make((2, 3, 4), torch.float32)
+    for mode in ("reflect", "replicate"):
+        check(lambda a: F.pad(a, (-2, -2), mode=mode), x)                   # empty output width
+        check(lambda a: F.pad(a, (-3, -2), mode=mode), x)                   # negative output width
+        check(lambda a: F.pad(a, (0, 0, -3, 0), mode=mode), x[None])        # empty output height
+    check(lambda a: F.pad(a, (-1, 4), mode="reflect"), x)                   # pad == width
+    check(lambda a: torch.ops.aten.replication_pad2d.out(a, (-1, 2, 0, -1), out=torch.empty(0, device=a.device)), x)
+    g = make((2, 3, 5), torch.float32, seed=3)
+    check(lambda a, b: torch.ops.aten.reflection_pad1d_backward(a, b, (-1, 2)), g, x)
+    check(lambda a, b: torch.ops.aten.replication_pad1d_backward(a, b, (3, -2)), g, x)
+    g2 = make((1, 2, 2, 7), torch.float32, seed=3)
+    x2 = make((1, 2, 3, 4), torch.float32)
+    check(lambda a, b: torch.ops.aten.reflection_pad2d_backward(a, b, (1, 2, 0, -1)), g2, x2)
+    check(lambda a, b: torch.ops.aten.replication_pad2d_backward(a, b, (-1, 4, -2, 1)), g2, x2)
+
+
+@pytest.mark.parametrize("dtype", NUM_DTYPES, ids=str)
+def test_pad3d_forward(dtype):
+    x3 = make((2, 2, 3, 4, 5), dtype)
+    for mode in ("reflect", "replicate"):
+        for _, layout in layouts(x3):
+            for pad in PADS_3D[:2] + NEGATIVE_PADS_3D[:1]:
+                check(lambda a: F.pad(layout(a), pad, mode=mode), x3)
+        for pad in NEGATIVE_PADS_3D[1:]:
+            check(lambda a: F.pad(a, pad, mode=mode), x3)
+        check(lambda a: F.pad(a[0], PADS_3D[2], mode=mode), x3)            # no batch dim
+        check(lambda a: F.pad(a.to(memory_format=torch.channels_last_3d), (1, 1, 1, 1, 1, 1),
+                              mode=mode), x3)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_pad3d_backward(dtype):
+    exact = dtype in (torch.float16, torch.bfloat16)
+    x3 = make((2, 2, 3, 4, 5), dtype)
+    for mode in ("reflect", "replicate"):
+        for pad in NEGATIVE_PADS_3D + PADS_3D:
+            grads(lambda a: F.pad(a, pad, mode=mode), x3, exact_reference=exact)
+        grads(lambda a: F.pad(a[0], (2, 1, 1, 2, 1, 1), mode=mode), x3, exact_reference=exact)
+    grads(lambda a: F.pad(a, (2, 0, 1, 1, 3, 0), mode="replicate"), make((1, 2, 1, 1, 1), dtype),
+          exact_reference=exact)                                            # sizes 1
+
+
+def test_pad3d_edges_out_and_errors():
+    x3 = make((1, 2, 3, 4, 5), torch.float32)
+    for mode in ("reflect", "replicate"):
+        check(lambda a: F.pad(a, (0, 0, 0, 0, -2, -2), mode=mode), x3)      # negative output depth
+        check(lambda a: F.pad(a, (0, 0, 0, 0, -3, 0), mode=mode), x3)       # empty output depth
+        check(lambda a: F.pad(a, (1, 1, 1, 1, 1, 1), mode=mode), torch.empty(0, 2, 3, 4, 5))
+        check(lambda a: F.pad(a, (1, 1, 1, 1, 1, 1), mode=mode), torch.empty(2, 0, 3, 4, 5))
+        check(lambda a: F.pad(a, (1, 1, 1, 1, 1, 1), mode=mode), torch.empty(1, 2, 0, 4, 5))
+    check(lambda a: F.pad(a, (5, 0, 0, 0, 0, 0), mode="reflect"), x3)       # pad == width
+    check(lambda a: F.pad(a, (0, 0, 0, 0, 0, 3), mode="reflect"), x3)       # pad == depth
+    check(lambda a: F.pad(a, (5, 0, 0, 0, 0, 0), mode="replicate"), x3)
+    check(lambda a: torch.ops.aten.reflection_pad3d(a, (1, 1, 1, 1, 1)), x3)
+    check(lambda a: torch.ops.aten.replication_pad3d(a, (1, 1, 1, 1)), x3)
+    check(lambda a: torch.ops.aten.reflection_pad3d(a, (1,) * 6), make((2, 3, 4), torch.float32))
+    check(lambda a: torch.ops.aten.replication_pad3d(a, (1,) * 6), x3 > 0)  # bool
+    check(lambda a: torch.ops.aten.reflection_pad3d(a, (1,) * 6), x3 > 0)
+    check(lambda a: torch.ops.aten.reflection_pad3d.out(a, (1, 2, 0, 1, 1, 0), out=torch.empty(0, device=a.device)), x3)
+    check(lambda a: torch.ops.aten.replication_pad3d.out(a, (-1, 2, 0, 1, 1, 0), out=torch.empty(0, device=a.device)), x3)
+    g3 = make((1, 2, 4, 5, 5), torch.float32, seed=3)
+    for pad in [(-1, 1, 0, 1, 0, 1), (0, 0, 0, 1, 0, 1), (0, 0, 1, 1, 0, 1), (0, 0, 0, 1, 1, 1)]:
+        check(lambda a, b: torch.ops.aten.reflection_pad3d_backward(a, b, pad), g3, x3)
+        check(lambda a, b: torch.ops.aten.replication_pad3d_backward(a, b, pad), g3, x3)
+        check(lambda a, b: torch.ops.aten.replication_pad3d_backward.grad_input(
+            a, b, pad, grad_input=torch.empty(0, device=a.device)), g3, x3)
+        check(lambda a, b: torch.ops.aten.reflection_pad3d_backward.grad_input(
+            a, b, pad, grad_input=torch.empty(0, device=a.device)), g3, x3)
+    check(lambda a, b: torch.ops.aten.replication_pad3d_backward(a, b, (0, 0, 0, 1, 0)), g3, x3)
+    check(lambda a, b: torch.ops.aten.replication_pad3d_backward(a, b, (0, 0, 0, 1, 0, 1)), g3 > 0, x3 > 0)
 
 
 # ---------------------------------------------------------------- clone / contiguous
