@@ -43,6 +43,13 @@ class RowRegion:
     nodes: list[torch.fx.Node]            # members in graph order
     plans: list[ReductionPlan]            # the reductions, in graph (= pass) order
     calls: dict[torch.fx.Node, Any] = field(default_factory=dict)  # pointwise members' calls
+    # expand members (a row value broadcast back over the reduced dims, as autograd's
+    # backward of a keepdim reduction writes it): the same value as their input per element.
+    aliases: dict[torch.fx.Node, torch.fx.Node] = field(default_factory=dict)
+
+
+_ALIAS = "alias"
+_EXPAND = torch.ops.aten.expand.default
 
 
 def _row_shape(shape: Sequence[int], dims: Sequence[int]) -> tuple[int, ...]:
@@ -53,9 +60,9 @@ def find_row_regions(graph: torch.fx.Graph,
                      classify: Callable[[torch.fx.Node], Any]) -> list[RowRegion]:
     """Row regions of `graph`. classify(node): the node's PointwiseCall when it is a pointwise
     node a float32-kind kernel can evaluate, else None. A region is kept when it is worth a
-    row kernel (a pointwise node reads a reduction's result, or it has several reductions) and
-    running it as one unit keeps the graph acyclic (nothing outside the region both reads a
-    member's value and, directly or not, feeds a member)."""
+    row kernel (a pointwise node reads a reduction's result, or it has several reductions);
+    members are dropped until running it as one unit keeps the graph acyclic (nothing outside
+    the region both reads a member's value and, directly or not, feeds a member)."""
     nodes = list(graph.nodes)
     plans = {}
     for node in nodes:
@@ -86,6 +93,17 @@ def find_row_regions(graph: torch.fx.Graph,
                 if not isinstance(val, torch.Tensor) or not _static(val) \
                         or tuple(val.shape) not in (shape, row_shape):
                     continue
+                if node.target is _EXPAND:
+                    source = node.args[0]
+                    if tuple(val.shape) != shape or node.kwargs or len(node.args) != 2 \
+                            or not isinstance(source, torch.fx.Node) \
+                            or not _static(source.meta.get("val")) \
+                            or source.meta["val"].dtype != val.dtype:
+                        continue
+                    members[node] = _ALIAS
+                    stack.append(source)
+                    stack.extend(node.users)
+                    continue
                 call = classify(node)
                 if call is None:
                     continue
@@ -100,24 +118,45 @@ def find_row_regions(graph: torch.fx.Graph,
 
 
 def _validated(nodes, members, plans, shape, dims, index) -> RowRegion | None:
+    """The region of `members` after dropping the members that read a value computed from the
+    region outside it (e.g. a residual add of a projection of the region's output), repeatedly;
+    None when it is not a row pattern or not worth a row kernel."""
+    members = dict(members)
+    while True:
+        depends: set[torch.fx.Node] = set()  # outside nodes that read a member, directly or not
+        cut = []
+        for node in nodes:
+            if node in members:
+                if any(inp in depends for inp in node.all_input_nodes):
+                    cut.append(node)
+                elif members[node] is _ALIAS and any(u not in members for u in node.users):
+                    cut.append(node)  # a view read outside: stays a view of a stored value
+            elif any(inp in members or inp in depends for inp in node.all_input_nodes):
+                depends.add(node)
+        if not cut:
+            break
+        for node in cut:
+            del members[node]
     reductions = [n for n in nodes if n in members and n in plans]
+    aliases = {n: n.args[0] for n, c in members.items() if c is _ALIAS}
+
+    def resolve(node):
+        while node in aliases:
+            node = aliases[node]
+        return node
+
     for r in reductions:
-        if plans[r].value in plans and plans[r].value in members:
+        if resolve(plans[r].value) in plans and resolve(plans[r].value) in members:
             return None  # a reduction of a reduction (size-1 reduced dims): not a row pattern
-    tail = any(inp in plans and inp in members for n in members if n not in plans
-               for inp in n.all_input_nodes)
+
+    tail = any(resolve(inp) in plans and resolve(inp) in members for n in members
+               if n not in plans and n not in aliases for inp in n.all_input_nodes)
     if not tail and len(reductions) < 2:
         return None  # a reduction with a prologue only: reduction.py's kernel does it
-    depends: set[torch.fx.Node] = set()  # outside nodes that read a member, directly or not
-    for node in nodes:
-        if node in members:
-            if any(inp in depends for inp in node.all_input_nodes):
-                return None
-        elif any(inp in members or inp in depends for inp in node.all_input_nodes):
-            depends.add(node)
     ordered = [n for n in nodes if n in members]
     return RowRegion(f"row{index}", shape, dims, ordered, [plans[r] for r in reductions],
-                     {n: c for n, c in members.items() if c is not None})
+                     {n: c for n, c in members.items() if c is not None and c is not _ALIAS},
+                     aliases)
 
 
 @dataclass
@@ -139,7 +178,13 @@ class RowKernel:
         self.row_shape = _row_shape(region.shape, region.dims)
         members = set(region.nodes)
         reductions = [p.node for p in region.plans]
-        assert all(n in region.calls or n in reductions for n in region.nodes)
+        assert all(n in region.calls or n in reductions or n in region.aliases
+                   for n in region.nodes)
+
+        def resolve(node):
+            while node in region.aliases:
+                node = region.aliases[node]
+            return node
         inputs: list[torch.fx.Node] = []
         input_index: dict[torch.fx.Node, int] = {}
 
@@ -151,19 +196,20 @@ class RowKernel:
 
         for n in region.nodes:
             for inp in n.all_input_nodes:
-                if inp not in members:
-                    input_of(inp)
+                if resolve(inp) not in members:
+                    input_of(resolve(inp))
         self.inputs = list(inputs)             # graph values the kernel is called with
         # Reduction results enter the program as pseudo-inputs after the real ones.
         pseudo = {r: len(inputs) + k for k, r in enumerate(reductions)}
         steps, step_index = [], {}
         for n in region.nodes:
-            if n in pseudo:
+            if n in pseudo or n in region.aliases:
                 continue
             call = region.calls[n]
             operands, dtypes = [], []
             for operand in call.operands:
                 if isinstance(operand, torch.fx.Node):
+                    operand = resolve(operand)
                     if operand in step_index:
                         operands.append(("val", step_index[operand]))
                     elif operand in pseudo:
@@ -195,7 +241,7 @@ class RowKernel:
         # Per pass: the reduction, its input ('val', step) / ('in', input), the steps it needs.
         self.passes = []
         for plan in region.plans:
-            value = plan.value
+            value = resolve(plan.value)
             if value in step_index:
                 source, needed = f"v{step_index[value]}", self._closure(steps, step_index[value])
             else:
