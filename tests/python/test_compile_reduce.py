@@ -285,6 +285,20 @@ def test_member_reading_a_product_of_the_row_kernel_stays_outside(strict_native)
     assert (eager, compiled) == (9, 2)  # the row kernel, the product with the add as epilogue
 
 
+def test_keepdim_false_reductions_viewed_back_over_the_rows(strict_native):
+    x = make((5, 36), torch.float32).to(VK)
+    _, eager, compiled = _compiled_matches_eager(
+        lambda x: x / torch.exp(x).sum(-1).unsqueeze(-1), x, row_kernels=1)
+    assert (eager, compiled) == (3, 1)
+    _, eager, compiled = _compiled_matches_eager(lambda x: x - x.mean(-1).view(5, 1), x,
+                                                 row_kernels=1)
+    assert (eager, compiled) == (2, 1)
+    # Without the view, a keepdim=False result broadcasts along the LAST dims (numpy rules),
+    # not back over its rows: no row kernel, and the values stay right.
+    square = make((6, 6), torch.float32).to(VK)
+    _compiled_matches_eager(lambda x: x - (x * 2.0).amax(1), square, row_kernels=0)
+
+
 def test_row_kernel_grid_loops_over_many_rows(strict_native):
     x = make((70000, 4), torch.float32, low=-4, high=4).to(VK)  # more rows than workgroups
     _, _, compiled = _compiled_matches_eager(softmax, x, row_kernels=1)
@@ -372,9 +386,18 @@ def test_prologue_value_read_elsewhere_is_stored(strict_native):
 
     def fn(x):
         y = torch.tanh(x) * 3.0
-        return y, y.sum(-1), y.amax(-1)   # the second reduction reads the stored y
+        return y, y.sum(-1), y.amax(-1)
 
-    (y, total, peak), eager, compiled = _compiled_matches_eager(fn, x, reductions=1)
+    # Two reductions of the same rows: one row kernel (two passes) that also stores y.
+    (y, total, peak), eager, compiled = _compiled_matches_eager(fn, x, reductions=0,
+                                                                row_kernels=1)
+    assert (eager, compiled) == (4, 1)
+
+    def other_dims(x):
+        y = torch.tanh(x) * 3.0
+        return y, y.sum(-1), y.amax(0)   # the second reduction reads the stored y
+
+    _, eager, compiled = _compiled_matches_eager(other_dims, x, reductions=1, row_kernels=0)
     assert (eager, compiled) == (4, 2)
 
 

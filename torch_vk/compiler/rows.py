@@ -44,12 +44,16 @@ class RowRegion:
     plans: list[ReductionPlan]            # the reductions, in graph (= pass) order
     calls: dict[torch.fx.Node, Any] = field(default_factory=dict)  # pointwise members' calls
     # expand members (a row value broadcast back over the reduced dims, as autograd's
-    # backward of a keepdim reduction writes it): the same value as their input per element.
+    # backward of a keepdim reduction writes it) and views of keepdim=False reductions that
+    # re-insert the reduced dims: the same value as their input per element.
     aliases: dict[torch.fx.Node, torch.fx.Node] = field(default_factory=dict)
 
 
-_ALIAS = "alias"
+_ALIAS = "alias"            # an expand member
+_ROW_VIEW = "row view"      # a view member
 _EXPAND = torch.ops.aten.expand.default
+_VIEWS = {torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default,
+          torch.ops.aten.reshape.default, torch.ops.aten.unsqueeze.default}
 
 
 def _row_shape(shape: Sequence[int], dims: Sequence[int]) -> tuple[int, ...]:
@@ -67,7 +71,7 @@ def find_row_regions(graph: torch.fx.Graph,
     plans = {}
     for node in nodes:
         plan = plan_of(node)
-        if plan is not None and plan.keepdim and plan.dims and _static(plan.value.meta["val"]):
+        if plan is not None and plan.dims and _static(plan.value.meta["val"]):
             plans[node] = plan
     assigned: set[torch.fx.Node] = set()
     regions: list[RowRegion] = []
@@ -92,6 +96,18 @@ def find_row_regions(graph: torch.fx.Graph,
                 val = node.meta.get("val")
                 if not isinstance(val, torch.Tensor) or not _static(val) \
                         or tuple(val.shape) not in (shape, row_shape):
+                    continue
+                if node.target in _VIEWS:
+                    # A keepdim=False reduction viewed with the reduced dims re-inserted: the
+                    # rows' row-major order is the same, so the view is the keepdim result.
+                    source = node.args[0]
+                    plan = plans.get(source)
+                    if plan is None or plan.keepdim or tuple(val.shape) != row_shape \
+                            or tuple(plan.value.meta["val"].shape) != shape or plan.dims != dims:
+                        continue
+                    members[node] = _ROW_VIEW
+                    stack.append(source)
+                    stack.extend(node.users)
                     continue
                 if node.target is _EXPAND:
                     source = node.args[0]
@@ -129,8 +145,13 @@ def _validated(nodes, members, plans, shape, dims, index) -> RowRegion | None:
             if node in members:
                 if any(inp in depends for inp in node.all_input_nodes):
                     cut.append(node)
-                elif members[node] is _ALIAS and any(u not in members for u in node.users):
+                elif members[node] in (_ALIAS, _ROW_VIEW) \
+                        and any(u not in members for u in node.users):
                     cut.append(node)  # a view read outside: stays a view of a stored value
+                elif members[node] is not _ROW_VIEW and any(
+                        inp in members and inp in plans and not plans[inp].keepdim
+                        for inp in node.all_input_nodes):
+                    cut.append(node)  # reads a keepdim=False result broadcast the numpy way
             elif any(inp in members or inp in depends for inp in node.all_input_nodes):
                 depends.add(node)
         if not cut:
@@ -138,7 +159,7 @@ def _validated(nodes, members, plans, shape, dims, index) -> RowRegion | None:
         for node in cut:
             del members[node]
     reductions = [n for n in nodes if n in members and n in plans]
-    aliases = {n: n.args[0] for n, c in members.items() if c is _ALIAS}
+    aliases = {n: n.args[0] for n, c in members.items() if c in (_ALIAS, _ROW_VIEW)}
 
     def resolve(node):
         while node in aliases:
@@ -155,7 +176,7 @@ def _validated(nodes, members, plans, shape, dims, index) -> RowRegion | None:
         return None  # a reduction with a prologue only: reduction.py's kernel does it
     ordered = [n for n in nodes if n in members]
     return RowRegion(f"row{index}", shape, dims, ordered, [plans[r] for r in reductions],
-                     {n: c for n, c in members.items() if c is not None and c is not _ALIAS},
+                     {n: c for n, c in members.items() if c not in (None, _ALIAS, _ROW_VIEW)},
                      aliases)
 
 
