@@ -18,6 +18,13 @@ A group (of any size) whose value a sum / mean / amax / amin reduces becomes, to
 that reduction, one ReductionKernel (torch_vk.compiler.reduction): the group is its prologue,
 evaluated per element of the reduced input, and only the values that other nodes read reach
 memory. GEMM epilogues are chosen first; a group feeds at most one fused reduction.
+
+Before any of that, row regions (torch_vk.compiler.rows) are taken out of the graph: reductions
+whose results pointwise work reads back over the reduced dims (softmax, layer norm, RMSNorm by
+hand, and their backward), together with that pointwise work and the pointwise work feeding
+them, each become one RowKernel; the groups are formed from the remaining nodes. When running
+a region as one call would close a cycle with the groups around it, the graph is fused again
+without row regions.
 """
 from __future__ import annotations
 

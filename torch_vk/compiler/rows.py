@@ -7,8 +7,10 @@ mean, then the mean of squares of x - mean). Like Inductor's persistent reductio
 chain becomes one kernel (a "row region"):
 
 - the region has one index space S (the reductions' input shape) and one set of reduced dims R;
-  its members are keepdim=True sum / mean / amax / amin nodes over R of values of shape S, and
-  float pointwise nodes of shape S ("full" values) or of S with R set to 1 ("row" values);
+  its members are sum / mean / amax / amin nodes over R of values of shape S, float pointwise
+  nodes of shape S ("full" values) or of S with R set to 1 ("row" values), and views that are
+  the same values per element: expand of a value to S (autograd's backward of a keepdim
+  reduction), view / reshape / unsqueeze of a keepdim=False reduction to S with R set to 1;
 - one workgroup per row (grid-stride over rows); pass k evaluates, per reduced element, the
   pointwise steps that reduction k's input needs (re-computing them: cheap ops, any row length),
   reduces into shared memory and hands the result to every invocation of the workgroup; the
