@@ -5,15 +5,22 @@
 For an MLP, a small CNN, a GPT-2 style transformer block and a stack of four it reports, for the forward pass
 (inference, no_grad) and for a training step (forward + backward + SGD):
   - step time (median wall time, synchronized), eager and compiled, and their ratio;
-  - host time per step: wall time of recording one step on an idle device, without waiting
-    for it (vk only; on lavapipe the "device" shares the CPU cores, which inflates this);
+  - host time per step (vk only): CPU time of the calling thread per step, for steps recorded
+    back to back while the device is held idle (a child process with
+    TORCH_VK_SUBMIT_BATCH=1000000 submits nothing until it synchronizes). On lavapipe the
+    "device" is the same CPU: letting it run during the measurement would time the driver's
+    threads competing for the cores (and the caches they evict), not the host's work;
   - dispatches per step from torch_vk.stats() (vk only), eager and compiled, and their ratio.
 Numbers belong in notes, never in tests.
 """
 import argparse
 import json
 import math
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 import torch
@@ -115,17 +122,37 @@ def median_time(fn, device, repeat):
     return statistics.median(times)
 
 
-def host_time(fn, device, steps):
-    """Median wall time of recording one step on an idle device (no wait inside the step;
-    back-to-back steps would measure the device instead once its queue fills)."""
-    times = []
-    for _ in range(steps):
+def host_time(fn, device, steps, rounds=3):
+    """CPU time of this thread per step, for `steps` steps recorded back to back: the best of
+    `rounds` rounds, after one warm-up round (so the caching allocator holds the blocks the
+    steps need). Meaningful only while nothing is submitted (see the module docstring): the
+    device must not run meanwhile."""
+    best = math.inf
+    for round_index in range(rounds + 1):
         sync(device)
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
+        start = time.thread_time()
+        for _ in range(steps):
+            fn()
+        if round_index:
+            best = min(best, (time.thread_time() - start) / steps)
     sync(device)
-    return statistics.median(times)
+    return best
+
+
+HOLD_SUBMISSIONS = {"TORCH_VK_SUBMIT_BATCH": "1000000"}
+
+
+def host_times_from_child(args) -> dict:
+    """Runs this benchmark's host-time measurement in a child process whose stream holds its
+    submissions; returns {(model, mode, label): seconds}."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "host.json")
+        cmd = [sys.executable, os.path.abspath(__file__), "--host-only", out,
+               "--device", args.device] + (["--quick"] if args.quick else []) + \
+              (["--large"] if args.large else [])
+        subprocess.run(cmd, check=True, env={**os.environ, **HOLD_SUBMISSIONS})
+        with open(out) as f:
+            return {tuple(k.split("|")): v for k, v in json.load(f).items()}
 
 
 def dispatches(fn, device):
@@ -138,7 +165,7 @@ def dispatches(fn, device):
     return torch_vk.stats()["dispatches"] - before
 
 
-def measure(name, model, make_input, device, repeat, warmup):
+def measure(name, model, make_input, device, repeat, warmup, host_only=False):
     rows = []
     x = make_input()
     target = torch.randint(0, 10, (x.shape[0],), device=device)
@@ -166,13 +193,16 @@ def measure(name, model, make_input, device, repeat, warmup):
             step = make_step(run)
             for _ in range(warmup):
                 step()
-            result[f"{label}_ms"] = median_time(step, device, repeat) * 1e3
-            if device.type == "vk":
+            if host_only:
                 result[f"{label}_host_us"] = host_time(step, device, repeat) * 1e6
+                continue
+            result[f"{label}_ms"] = median_time(step, device, repeat) * 1e3
             result[f"{label}_dispatches"] = dispatches(step, device)
-        result["speedup"] = result["eager_ms"] / result["compiled_ms"]
-        if result["eager_dispatches"]:
-            result["dispatch_ratio"] = result["eager_dispatches"] / result["compiled_dispatches"]
+        if not host_only:
+            result["speedup"] = result["eager_ms"] / result["compiled_ms"]
+            if result["eager_dispatches"]:
+                result["dispatch_ratio"] = \
+                    result["eager_dispatches"] / result["compiled_dispatches"]
         rows.append(result)
     return rows
 
@@ -183,6 +213,7 @@ def main():
     ap.add_argument("--json", default="")
     ap.add_argument("--device", default="vk")
     ap.add_argument("--large", action="store_true", help="GPU-sized models")
+    ap.add_argument("--host-only", default="", help=argparse.SUPPRESS)  # the child's output file
     args = ap.parse_args()
     device = torch.device(args.device)
     torch.manual_seed(0)
@@ -201,10 +232,21 @@ def main():
     rows = []
     for name, model, make_input in models:
         torch._dynamo.reset()
-        rows += measure(name, model.to(device), make_input, device, repeat, warmup)
+        rows += measure(name, model.to(device), make_input, device, repeat, warmup,
+                        host_only=bool(args.host_only))
+    if args.host_only:
+        with open(args.host_only, "w") as f:
+            json.dump({f"{r['model']}|{r['mode']}|{label}": r[f"{label}_host_us"]
+                       for r in rows for label in ("eager", "compiled")}, f)
+        return
+    if device.type == "vk":
+        host = host_times_from_child(args)
+        for r in rows:
+            for label in ("eager", "compiled"):
+                r[f"{label}_host_us"] = host[(r["model"], r["mode"], label)]
     header = f"{'model':<11} {'mode':<10} {'eager ms':>9} {'compiled ms':>11} {'speedup':>7}"
     if device.type == "vk":
-        header += f" {'host us e/c':>15} {'dispatches e/c':>15} {'ratio':>6}"
+        header += f" {'host us e/c':>15} {'host c/e':>8} {'dispatches e/c':>15} {'ratio':>6}"
     print(f"device: {device}, torch {torch.__version__}")
     print(header)
     for r in rows:
@@ -212,6 +254,7 @@ def main():
                 f"{r['speedup']:>7.2f}")
         if device.type == "vk":
             line += (f" {r['eager_host_us']:>7.0f}/{r['compiled_host_us']:<7.0f}"
+                     f" {r['compiled_host_us'] / r['eager_host_us']:>8.2f}"
                      f" {r['eager_dispatches']:>7}/{r['compiled_dispatches']:<7}"
                      f" {r['dispatch_ratio']:>6.2f}")
         print(line)

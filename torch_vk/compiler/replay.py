@@ -105,8 +105,7 @@ class ReplayRunner:
         self.graph = None
         self.stream = None
         self.warm_ptrs: list[int] | None = None
-        self.static_inputs: list[torch.Tensor | None] = []   # own buffer per copied input
-        self.input_meta: list[tuple] = []
+        self.inputs = None   # _C._ReplayInputs: the arguments' checks and copies, in C++
         self.static_outputs: Sequence[Any] = ()
         # Per output, fixed at capture: ("pass", value) handed out as is, ("input", i) the
         # caller's argument i (an input returned unchanged), ("alias", tensor) a pool tensor.
@@ -160,8 +159,7 @@ class ReplayRunner:
         self.graph = graph
         # (stream id, device index, device type) of the capturing stream: replay only there.
         self.stream = native._current_stream()
-        self.static_inputs = own
-        self.input_meta = [(t.data_ptr(), t.shape, t.stride()) for t in inputs]
+        self.inputs = native._ReplayInputs(inputs, own)
         self.static_outputs = outs
         input_index = {id(t): i for i, t in enumerate(inputs)}
         self.output_plan = [
@@ -174,14 +172,8 @@ class ReplayRunner:
     def _replay(self, args: Sequence[torch.Tensor]) -> Any:
         if _native()._current_stream() != self.stream:
             return self.fn(*args)
-        for arg, buf, (ptr, shape, stride) in zip(args, self.static_inputs, self.input_meta):
-            if arg.shape != shape or arg.stride() != stride:
-                return self._recapture(args)
-            if buf is None:
-                if arg.data_ptr() != ptr:
-                    return self._recapture(args)
-            elif arg.data_ptr() != ptr:
-                buf.copy_(arg)
+        if not self.inputs.prepare(tuple(args)):
+            return self._recapture(args)
         self._detach_handed_out()
         self.graph.replay()
         _STATS["replays"] += 1

@@ -9,12 +9,19 @@
 //                          replay overwrites the pool block; every view of it follows, since
 //                          they share the StorageImpl. The copy is recorded on the current
 //                          stream, ahead of the replay.
+//   _ReplayInputs(inputs, own_buffers)
+//                          the captured graph's inputs; prepare(args) checks a call's
+//                          arguments against them and refreshes the graph's own input buffers
+//                          in one C++ loop (see ReplayInputs).
+#include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include <ATen/ATen.h>
 #include <c10/core/StorageImpl.h>
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "aten/vk_backend.h"
 #include "aten/vk_common.h"
@@ -58,12 +65,65 @@ void detach_storage(int64_t cdata) {
   impl->set_data_ptr_noswap(std::move(fresh));
 }
 
+// What a replay needs of a call's arguments, fixed at capture. Per input: the address, sizes
+// and strides the captured commands use, and, for an input the graph reads from a buffer of
+// its own, that buffer. prepare(args) returns false (the caller captures again) when an argument
+// is not a tensor, has other sizes or strides, or, for an input read in place, moved; otherwise
+// it copies each own-buffer input from its argument (recorded on the current stream, ahead of
+// the replay) and returns true. The copies made before a mismatch is found are harmless: those
+// buffers belong to the graph that is then dropped.
+class ReplayInputs {
+ public:
+  ReplayInputs(const std::vector<at::Tensor>& inputs,
+               const std::vector<std::optional<at::Tensor>>& own_buffers) {
+    TORCH_CHECK_VALUE(inputs.size() == own_buffers.size(),
+                      "_ReplayInputs: one own buffer (or None) per input");
+    entries_.reserve(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i)
+      entries_.push_back({inputs[i].const_data_ptr(), inputs[i].sizes().vec(),
+                          inputs[i].strides().vec(), own_buffers[i]});
+  }
+
+  bool prepare(const py::tuple& args) const {
+    if (args.size() != entries_.size()) return false;
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      PyObject* obj = PyTuple_GET_ITEM(args.ptr(), static_cast<Py_ssize_t>(i));
+      if (!THPVariable_Check(obj)) return false;
+      const at::Tensor& arg = THPVariable_Unpack(obj);
+      const Entry& e = entries_[i];
+      if (arg.sizes() != c10::IntArrayRef(e.sizes) || arg.strides() != c10::IntArrayRef(e.strides))
+        return false;
+      if (!e.own_buffer) {
+        if (arg.const_data_ptr() != e.address) return false;
+      } else if (arg.const_data_ptr() != e.address) {
+        const at::NoGradGuard no_grad;
+        e.own_buffer->copy_(arg);
+      }
+    }
+    return true;
+  }
+
+ private:
+  struct Entry {
+    const void* address;
+    std::vector<int64_t> sizes;
+    std::vector<int64_t> strides;
+    std::optional<at::Tensor> own_buffer;
+  };
+  std::vector<Entry> entries_;
+};
+
 }  // namespace
 
 void register_replay_bindings(py::module_& m) {
   m.def("_alias_output", &alias_output, py::arg("tensor"));
   m.def("_is_alias_output", &is_alias_output, py::arg("tensor"));
   m.def("_detach_storage", &detach_storage, py::arg("storage_cdata"));
+  py::class_<ReplayInputs>(m, "_ReplayInputs")
+      .def(py::init<const std::vector<at::Tensor>&, const std::vector<std::optional<at::Tensor>>&>(),
+           py::arg("inputs"), py::arg("own_buffers"))
+      .def("prepare", &ReplayInputs::prepare, py::arg("args"),
+           "True when `args` (a tuple) can be replayed; copies own-buffer inputs first.");
 }
 
 }  // namespace tvk::aten
