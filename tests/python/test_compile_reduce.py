@@ -470,3 +470,31 @@ def test_integer_prologue_stays_eager_and_correct(strict_native):
     x = make((6, 9), torch.float32).to(VK)
     out, _, _ = _compiled_matches_eager(lambda x: (x > 0).sum(-1), x, reductions=0)
     assert out.dtype == torch.int64
+
+
+def test_row_region_that_would_close_a_cycle_is_fused_without_row_kernels(strict_native,
+                                                                         monkeypatch):
+    from types import SimpleNamespace
+
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torch_vk.compiler import fusion
+    from torch_vk.compiler.backend import op_table
+
+    # The unit check: a -> b -> c with a and c in one unit and b outside is a cycle.
+    graph = torch.fx.Graph()
+    a = graph.placeholder("a")
+    b = graph.call_function(torch.neg, (a,))
+    c = graph.call_function(torch.neg, (b,))
+    graph.output(c)
+    unit = SimpleNamespace(gid="unit")
+    assert not fusion._units_acyclic(graph, {a: unit, c: unit})
+    assert fusion._units_acyclic(graph, {b: unit, c: unit})
+
+    # When the check fails, the graph is fused again without row regions, and stays right.
+    monkeypatch.setattr(fusion, "_units_acyclic", lambda graph, unit_of: False)
+    gm = make_fx(lambda x: softmax(x), tracing_mode="fake")(torch.ones((3, 4), device=VK))
+    fused, counts = fusion.fuse_pointwise(gm, op_table())
+    assert counts.row_kernels == 0 and counts.reductions == 1
+    x = make((3, 4), torch.float32)
+    assert_close(fused(x.to(VK)).cpu(), torch.softmax(x, -1), atol=1e-6, rtol=1e-5)
