@@ -259,7 +259,8 @@ class RowKernel:
             input_dtypes=[n.meta["val"].dtype for n in inputs]
             + [r.meta["val"].dtype for r in reductions],
             outputs=[(step_index[n], n.meta["val"].dtype) for n in self.stored_pointwise],
-            input_is_scalar=[_host_scalar(n.meta["val"]) for n in inputs] + [False] * len(reductions))
+            input_is_scalar=[_host_scalar(n.meta["val"]) for n in inputs]
+            + [False] * len(reductions))
         self.pseudo = [pseudo[r] for r in reductions]
         # Per pass: the reduction, its input ('val', step) / ('in', input), the steps it needs.
         self.passes = []
@@ -291,7 +292,8 @@ class RowKernel:
         return needed
 
     def __repr__(self) -> str:
-        return f"RowKernel({self.name}, {len(self.passes)} reductions, {len(self.program.steps)} ops)"
+        return (f"RowKernel({self.name}, {len(self.passes)} reductions, "
+                f"{len(self.program.steps)} ops)")
 
     def __call__(self, *inputs: Any) -> tuple[torch.Tensor, ...]:
         tensors = [inputs[j] for j in self.tensor_inputs]
@@ -427,9 +429,11 @@ class RowKernel:
             else:
                 total = "partial[0]"
             dtype = plan.node.meta["val"].dtype
-            lines.append(f"    red{k} = {glsl.round_to_dtype(total, dtype, glsl.KIND_FLOAT32, False)};")
+            rounded = glsl.round_to_dtype(total, dtype, glsl.KIND_FLOAT32, False)
+            lines.append(f"    red{k} = {rounded};")
             if plan.node in stored:
-                lines.append(f"    if (lid == 0u) STORE_T({block}.addr[{n_out + stored[plan.node]}], "
+                slot = n_out + stored[plan.node]
+                lines.append(f"    if (lid == 0u) STORE_T({block}.addr[{slot}], "
                              f"{glsl.DTYPE_CODE[dtype]}, int(row), red{k});")
             lines.append("    barrier();  // partial[] is reused")
         if n_out:
