@@ -305,6 +305,13 @@ def test_row_kernel_grid_loops_over_many_rows(strict_native):
     assert compiled == 1
 
 
+@pytest.mark.parametrize("shape", [(37,), (5, 1), (2, 3, 1)])
+def test_row_kernel_on_a_single_row_and_rows_of_one(shape, strict_native):
+    x = make(shape, torch.float32, low=-4, high=4).to(VK)
+    _, eager, compiled = _compiled_matches_eager(softmax, x, row_kernels=1)
+    assert (eager, compiled) == (5, 1)
+
+
 def test_row_kernel_with_no_rows(strict_native):
     x, w = torch.empty((0, 16), device=VK), make((16,), torch.float32).to(VK)
     out, _, _ = _compiled_matches_eager(rms_norm, x, w, row_kernels=1)
