@@ -1,9 +1,11 @@
-"""torch.compile on vk: reductions fused with the pointwise chain that computes their input.
+"""torch.compile on vk: reductions fused with the pointwise work around them.
 
 A sum / mean / amax / amin whose input comes from a pointwise group is one generated kernel
 (torch_vk/compiler/reduction.py): it evaluates the chain per element, stores the values other
-nodes read, and reduces. Results are compared with eager vk and with the CPU; dispatch counts
-are the steady-state (replayed) compiled call's.
+nodes read, and reduces. keepdim reductions whose results pointwise work reads back over the
+reduced dims (softmax, log-softmax, layer norm, RMSNorm by hand) are one row kernel with all
+their reductions and pointwise ops (torch_vk/compiler/rows.py). Results are compared with
+eager vk and with the CPU; dispatch counts are the steady-state (replayed) compiled call's.
 """
 import sys
 
@@ -39,12 +41,14 @@ def _to_cpu(out):
     return out.cpu() if isinstance(out, torch.Tensor) else out
 
 
-def _compiled_matches_eager(fn, *args, dtype=torch.float32, reductions=None):
+def _compiled_matches_eager(fn, *args, dtype=torch.float32, reductions=None, row_kernels=None):
     """Runs fn eagerly and compiled (three calls: run, capture, replay); compares with eager vk
     (dtype tolerance) and the CPU (10x). Returns (compiled out, eager dispatches, compiled
-    dispatches). `reductions`: the number of fused reductions compiling must create."""
+    dispatches). `reductions` / `row_kernels`: the number of fused reductions / row kernels
+    compiling must create."""
     compiled = torch.compile(fn)
     before = torch_vk.compiler.stats()["fused_reductions"]
+    rows_before = torch_vk.compiler.stats()["row_kernels"]
     with torch.no_grad():
         expected, eager_count = _dispatches(fn, *args)
         compiled(*args)
@@ -53,6 +57,8 @@ def _compiled_matches_eager(fn, *args, dtype=torch.float32, reductions=None):
     created = torch_vk.compiler.stats()["fused_reductions"] - before
     if reductions is not None:
         assert created == reductions
+    if row_kernels is not None:
+        assert torch_vk.compiler.stats()["row_kernels"] - rows_before == row_kernels
     atol, rtol = TOLERANCE[dtype]
     assert_close(_to_cpu(out), _to_cpu(expected), atol=atol, rtol=rtol, equal_nan=True)
     cpu = fn(*(a.cpu() if isinstance(a, torch.Tensor) else a for a in args))
@@ -71,19 +77,25 @@ def layer_norm(x, w, b, eps=1e-5):
     return centered / torch.sqrt(var + eps) * w + b
 
 
-def softmax(x):
-    shifted = torch.exp(x - x.amax(-1, keepdim=True))
-    return shifted / shifted.sum(-1, keepdim=True)
+def softmax(x, dim=-1):
+    shifted = torch.exp(x - x.amax(dim, keepdim=True))
+    return shifted / shifted.sum(dim, keepdim=True)
+
+
+def log_softmax(x):
+    shifted = x - x.amax(-1, keepdim=True)
+    return shifted - torch.log(torch.exp(shifted).sum(-1, keepdim=True))
 
 
 # ---------------------------------------------------------------- models by hand
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-def test_rms_norm_forward_is_two_dispatches(dtype, strict_native):
+def test_rms_norm_forward_is_one_dispatch(dtype, strict_native):
     x, w = make((3, 5, 48), dtype).to(VK), make((48,), dtype, seed=1).to(VK)
-    _, eager, compiled = _compiled_matches_eager(rms_norm, x, w, dtype=dtype, reductions=1)
-    assert (eager, compiled) == (6, 2)  # pow, mean, add, rsqrt, mul, mul -> reduce + tail
+    _, eager, compiled = _compiled_matches_eager(rms_norm, x, w, dtype=dtype, reductions=0,
+                                                 row_kernels=1)
+    assert (eager, compiled) == (6, 1)  # pow, mean, add, rsqrt, mul, mul -> one row kernel
 
 
 class RMSNorm(nn.Module):
@@ -103,6 +115,7 @@ def test_rms_norm_training_step_matches_eager(strict_native):
     step = torch.compile(lambda model, x, y: ((model(x) - y) ** 2).mean())
     x, y = make((6, 24), torch.float32).to(VK), make((6, 8), torch.float32, seed=1).to(VK)
     before = torch_vk.compiler.stats()["fused_reductions"]
+    rows_before = torch_vk.compiler.stats()["row_kernels"]
     for _ in range(3):
         losses, grads = [], []
         for model, fn in ((eager_model, lambda m, a, b: ((m(a) - b) ** 2).mean()),
@@ -118,8 +131,11 @@ def test_rms_norm_training_step_matches_eager(strict_native):
         assert_close(losses[1], losses[0], atol=1e-5, rtol=1e-5)
         for g_compiled, g_eager in zip(grads[1], grads[0]):
             assert_close(g_compiled, g_eager, atol=1e-5, rtol=1e-4)
-    # forward: the mean of squares and the loss; backward: the RMSNorm's row sums
-    assert torch_vk.compiler.stats()["fused_reductions"] - before >= 3
+    # forward: the RMSNorm (row kernel); backward: the bias gradient of the last Linear with
+    # the loss gradient (fused reduction) and the RMSNorm input gradient (row kernel: its row
+    # sums read back through expand)
+    assert torch_vk.compiler.stats()["fused_reductions"] - before >= 1
+    assert torch_vk.compiler.stats()["row_kernels"] - rows_before >= 2
     for p_compiled, p_eager in zip(compiled_model.parameters(), eager_model.parameters()):
         assert_close(p_compiled.detach().cpu(), p_eager.detach().cpu(), atol=1e-5, rtol=1e-4)
 
@@ -128,17 +144,192 @@ def test_rms_norm_training_step_matches_eager(strict_native):
 def test_layer_norm_by_hand(dtype, strict_native):
     x = make((4, 6, 40), dtype).to(VK)
     w, b = make((40,), dtype, seed=1).to(VK), make((40,), dtype, seed=2).to(VK)
-    _, eager, compiled = _compiled_matches_eager(layer_norm, x, w, b, dtype=dtype, reductions=1)
-    # mean (plain input: eager), sub + square + mean (stores the centered values), the tail
-    assert (eager, compiled) == (9, 3)
+    _, eager, compiled = _compiled_matches_eager(layer_norm, x, w, b, dtype=dtype, reductions=0,
+                                                 row_kernels=1)
+    # mean, sub, mul, mean, add, sqrt, div, mul, add -> one row kernel (two reduction passes)
+    assert (eager, compiled) == (9, 1)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_softmax_by_hand(dtype, strict_native):
     x = make((5, 7, 33), dtype, low=-8, high=8).to(VK)
-    _, eager, compiled = _compiled_matches_eager(softmax, x, dtype=dtype, reductions=1)
-    # amax (plain input: eager), sub + exp + sum (stores exp), div
-    assert (eager, compiled) == (5, 3)
+    _, eager, compiled = _compiled_matches_eager(softmax, x, dtype=dtype, reductions=0,
+                                                 row_kernels=1)
+    # amax, sub, exp, sum, div -> one row kernel
+    assert (eager, compiled) == (5, 1)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_log_softmax_by_hand(dtype, strict_native):
+    x = make((6, 45), dtype, low=-8, high=8).to(VK)
+    _, eager, compiled = _compiled_matches_eager(log_softmax, x, dtype=dtype, reductions=0,
+                                                 row_kernels=1)
+    # amax, sub, exp, sum, log, sub -> one row kernel
+    assert (eager, compiled) == (6, 1)
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.linspace(0.5, 1.5, dim))
+        self.bias = nn.Parameter(torch.linspace(-0.2, 0.3, dim))
+
+    def forward(self, x):
+        return layer_norm(x, self.weight, self.bias)
+
+
+def test_layer_norm_training_step_matches_eager(strict_native):
+    torch.manual_seed(0)
+    eager_model = nn.Sequential(nn.Linear(24, 40), LayerNorm(40), nn.Linear(40, 8)).to(VK)
+    compiled_model = nn.Sequential(nn.Linear(24, 40), LayerNorm(40), nn.Linear(40, 8)).to(VK)
+    compiled_model.load_state_dict(eager_model.state_dict())
+    step = torch.compile(lambda model, x, y: ((model(x) - y) ** 2).mean())
+    x, y = make((6, 24), torch.float32).to(VK), make((6, 8), torch.float32, seed=1).to(VK)
+    before = torch_vk.compiler.stats()["row_kernels"]
+    for _ in range(3):
+        losses, grads = [], []
+        for model, fn in ((eager_model, lambda m, a, b: ((m(a) - b) ** 2).mean()),
+                          (compiled_model, step)):
+            model.zero_grad()
+            loss = fn(model, x, y)
+            loss.backward()
+            losses.append(loss.detach().cpu())
+            grads.append([p.grad.cpu() for p in model.parameters()])
+            with torch.no_grad():
+                for p in model.parameters():
+                    p -= 0.1 * p.grad
+        assert_close(losses[1], losses[0], atol=1e-5, rtol=1e-5)
+        for g_compiled, g_eager in zip(grads[1], grads[0]):
+            assert_close(g_compiled, g_eager, atol=1e-5, rtol=1e-4)
+    # the forward's layer norm; the backward's input gradient (its row sums read back through
+    # expand)
+    assert torch_vk.compiler.stats()["row_kernels"] - before >= 2
+    for p_compiled, p_eager in zip(compiled_model.parameters(), eager_model.parameters()):
+        assert_close(p_compiled.detach().cpu(), p_eager.detach().cpu(), atol=1e-5, rtol=1e-4)
+
+
+# ---------------------------------------------------------------- row kernels
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_rows_longer_than_the_workgroup(dtype, strict_native):
+    x = make((3, 1000), dtype, low=-4, high=4).to(VK)   # 1000 > 256 invocations: loops
+    w, b = make((1000,), dtype, seed=1).to(VK), make((1000,), dtype, seed=2).to(VK)
+    for fn, args in ((softmax, (x,)), (log_softmax, (x,)), (layer_norm, (x, w, b)),
+                     (rms_norm, (x, w))):
+        _, _, compiled = _compiled_matches_eager(fn, *args, dtype=dtype, row_kernels=1)
+        assert compiled == 1
+
+
+def test_row_kernel_on_non_contiguous_inputs(strict_native):
+    base = make((6, 40, 12), torch.float32, low=-4, high=4).to(VK)
+    transposed = base.transpose(1, 2)        # (6, 12, 40): the reduced dim is strided by 12
+    sliced = base[:, ::3, 1:]                # gaps and a storage offset
+    w = make((40,), torch.float32, seed=1).to(VK)
+    b = make((40,), torch.float32, seed=2).to(VK)
+    for fn, args in ((softmax, (transposed,)), (log_softmax, (sliced,)),
+                     (layer_norm, (transposed, w, b)), (rms_norm, (transposed, w))):
+        _, _, compiled = _compiled_matches_eager(fn, *args, row_kernels=1)
+        assert compiled == 1
+    # Reduced dims that are not the last one.
+    _, _, compiled = _compiled_matches_eager(lambda x: softmax(x, dim=1), base, row_kernels=1)
+    assert compiled == 1
+    _, _, compiled = _compiled_matches_eager(
+        lambda x: x - x.mean([0, 2], keepdim=True), sliced, row_kernels=1)
+    assert compiled == 1
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_softmax_of_fully_masked_rows_is_nan_like_eager(dtype, strict_native):
+    x = make((4, 70), dtype, low=-8, high=8)
+    x[1] = float("-inf")
+    x[2, :35] = float("-inf")
+    x = x.to(VK)
+    out, _, _ = _compiled_matches_eager(softmax, x, dtype=dtype, row_kernels=1)
+    out = out.float().cpu()
+    assert torch.isnan(out[1]).all() and not torch.isnan(out[[0, 2, 3]]).any()
+    assert (out[2, :35] == 0).all()
+
+
+def test_values_read_outside_the_row_kernel_are_stored(strict_native):
+    x = make((5, 36), torch.float32).to(VK)
+    w, b = make((36,), torch.float32, seed=1).to(VK), make((36,), torch.float32, seed=2).to(VK)
+
+    def fn(x, w, b):
+        mean = x.mean(-1, keepdim=True)                 # a reduction result
+        centered = x - mean                             # a full-row value
+        rstd = torch.rsqrt((centered * centered).mean(-1, keepdim=True) + 1e-5)  # a row value
+        return centered * rstd * w + b, mean, centered, rstd
+
+    out, eager, compiled = _compiled_matches_eager(fn, x, w, b, row_kernels=1)
+    assert compiled == 1 and [o.shape for o in out] == [(5, 36), (5, 1), (5, 36), (5, 1)]
+
+
+def test_norms_in_sequence_are_one_row_kernel(strict_native):
+    x, w = make((5, 36), torch.float32).to(VK), make((36,), torch.float32, seed=1).to(VK)
+    # mean of squares, then amax and sum of the normalised rows: three reduction passes
+    _, eager, compiled = _compiled_matches_eager(lambda x, w: softmax(rms_norm(x, w) * 3.0), x, w,
+                                                 row_kernels=1)
+    assert (eager, compiled) == (12, 1)
+
+
+def test_member_reading_a_product_of_the_row_kernel_stays_outside(strict_native):
+    x, w = make((5, 36), torch.float32).to(VK), make((36,), torch.float32, seed=1).to(VK)
+    weight = make((36, 36), torch.float32, seed=3).to(VK)
+
+    def fn(x, w, weight):
+        h = rms_norm(x * 2.0, w)
+        return h + h @ weight   # the add reads a matrix product of the row kernel's output
+
+    _, eager, compiled = _compiled_matches_eager(fn, x, w, weight, row_kernels=1)
+    assert (eager, compiled) == (9, 2)  # the row kernel, the product with the add as epilogue
+
+
+def test_keepdim_false_reductions_viewed_back_over_the_rows(strict_native):
+    x = make((5, 36), torch.float32).to(VK)
+    _, eager, compiled = _compiled_matches_eager(
+        lambda x: x / torch.exp(x).sum(-1).unsqueeze(-1), x, row_kernels=1)
+    assert (eager, compiled) == (3, 1)
+    _, eager, compiled = _compiled_matches_eager(lambda x: x - x.mean(-1).view(5, 1), x,
+                                                 row_kernels=1)
+    assert (eager, compiled) == (2, 1)
+    # Without the view, a keepdim=False result broadcasts along the LAST dims (numpy rules),
+    # not back over its rows: no row kernel, and the values stay right.
+    square = make((6, 6), torch.float32).to(VK)
+    _compiled_matches_eager(lambda x: x - (x * 2.0).amax(1), square, row_kernels=0)
+
+
+def test_row_kernel_grid_loops_over_many_rows(strict_native):
+    x = make((70000, 4), torch.float32, low=-4, high=4).to(VK)  # more rows than workgroups
+    _, _, compiled = _compiled_matches_eager(softmax, x, row_kernels=1)
+    assert compiled == 1
+
+
+@pytest.mark.parametrize("shape", [(37,), (5, 1), (2, 3, 1)])
+def test_row_kernel_on_a_single_row_and_rows_of_one(shape, strict_native):
+    x = make(shape, torch.float32, low=-4, high=4).to(VK)
+    _, eager, compiled = _compiled_matches_eager(softmax, x, row_kernels=1)
+    assert (eager, compiled) == (5, 1)
+
+
+def test_row_kernel_with_no_rows(strict_native):
+    x, w = torch.empty((0, 16), device=VK), make((16,), torch.float32).to(VK)
+    out, _, _ = _compiled_matches_eager(rms_norm, x, w, row_kernels=1)
+    assert out.shape == (0, 16)
+
+
+def test_row_kernel_geometry_it_was_not_traced_for_runs_the_eager_ops(strict_native):
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torch_vk.compiler.backend import op_table
+    from torch_vk.compiler.fusion import fuse_pointwise
+
+    gm = make_fx(lambda x: softmax(x), tracing_mode="fake")(torch.ones((3, 4), device=VK))
+    fused, counts = fuse_pointwise(gm, op_table())
+    assert counts.row_kernels == 1 and counts.reductions == 0
+    for shape in ((3, 4), (2, 6)):   # traced geometry: the kernel; another: the ATen ops
+        x = make(shape, torch.float32)
+        assert_close(fused(x.to(VK)).cpu(), torch.softmax(x, -1), atol=1e-6, rtol=1e-5)
 
 
 # ---------------------------------------------------------------- shapes and dims
@@ -202,9 +393,18 @@ def test_prologue_value_read_elsewhere_is_stored(strict_native):
 
     def fn(x):
         y = torch.tanh(x) * 3.0
-        return y, y.sum(-1), y.amax(-1)   # the second reduction reads the stored y
+        return y, y.sum(-1), y.amax(-1)
 
-    (y, total, peak), eager, compiled = _compiled_matches_eager(fn, x, reductions=1)
+    # Two reductions of the same rows: one row kernel (two passes) that also stores y.
+    (y, total, peak), eager, compiled = _compiled_matches_eager(fn, x, reductions=0,
+                                                                row_kernels=1)
+    assert (eager, compiled) == (4, 1)
+
+    def other_dims(x):
+        y = torch.tanh(x) * 3.0
+        return y, y.sum(-1), y.amax(0)   # the second reduction reads the stored y
+
+    _, eager, compiled = _compiled_matches_eager(other_dims, x, reductions=1, row_kernels=0)
     assert (eager, compiled) == (4, 2)
 
 
@@ -277,3 +477,31 @@ def test_integer_prologue_stays_eager_and_correct(strict_native):
     x = make((6, 9), torch.float32).to(VK)
     out, _, _ = _compiled_matches_eager(lambda x: (x > 0).sum(-1), x, reductions=0)
     assert out.dtype == torch.int64
+
+
+def test_row_region_that_would_close_a_cycle_is_fused_without_row_kernels(strict_native,
+                                                                         monkeypatch):
+    from types import SimpleNamespace
+
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torch_vk.compiler import fusion
+    from torch_vk.compiler.backend import op_table
+
+    # The unit check: a -> b -> c with a and c in one unit and b outside is a cycle.
+    graph = torch.fx.Graph()
+    a = graph.placeholder("a")
+    b = graph.call_function(torch.neg, (a,))
+    c = graph.call_function(torch.neg, (b,))
+    graph.output(c)
+    unit = SimpleNamespace(gid="unit")
+    assert not fusion._units_acyclic(graph, {a: unit, c: unit})
+    assert fusion._units_acyclic(graph, {b: unit, c: unit})
+
+    # When the check fails, the graph is fused again without row regions, and stays right.
+    monkeypatch.setattr(fusion, "_units_acyclic", lambda graph, unit_of: False)
+    gm = make_fx(lambda x: softmax(x), tracing_mode="fake")(torch.ones((3, 4), device=VK))
+    fused, counts = fusion.fuse_pointwise(gm, op_table())
+    assert counts.row_kernels == 0 and counts.reductions == 1
+    x = make((3, 4), torch.float32)
+    assert_close(fused(x.to(VK)).cpu(), torch.softmax(x, -1), atol=1e-6, rtol=1e-5)

@@ -17,7 +17,8 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx
 
-_STATS = {"graphs": 0, "fused_kernels": 0, "gemm_epilogues": 0, "fused_reductions": 0}
+_STATS = {"graphs": 0, "fused_kernels": 0, "gemm_epilogues": 0, "fused_reductions": 0,
+          "row_kernels": 0}
 
 
 @functools.lru_cache(maxsize=1)
@@ -45,6 +46,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Ca
     _STATS["fused_kernels"] += counts.kernels
     _STATS["gemm_epilogues"] += counts.gemm_epilogues
     _STATS["fused_reductions"] += counts.reductions
+    _STATS["row_kernels"] += counts.row_kernels
     from torch_vk.compiler.replay import ReplayRunner, not_replayable_reason
 
     reason = not_replayable_reason(fused_gm)
@@ -91,7 +93,8 @@ def vk_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs
 def stats() -> dict[str, int]:
     """Graphs compiled, fused kernels created (gemm_epilogues: those computed in a matrix
     product's store), reductions fused with the pointwise group of their input
-    (fused_reductions, not counted in fused_kernels), and graph captures / replays / capture
+    (fused_reductions, not counted in fused_kernels), row kernels (row_kernels: keepdim
+    reductions with the pointwise work around them, e.g. a softmax, in one kernel), and graph captures / replays / capture
     failures (torch_vk.compiler.replay) in this process."""
     from torch_vk.compiler import replay
 

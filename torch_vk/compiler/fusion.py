@@ -18,6 +18,13 @@ A group (of any size) whose value a sum / mean / amax / amin reduces becomes, to
 that reduction, one ReductionKernel (torch_vk.compiler.reduction): the group is its prologue,
 evaluated per element of the reduced input, and only the values that other nodes read reach
 memory. GEMM epilogues are chosen first; a group feeds at most one fused reduction.
+
+Before any of that, row regions (torch_vk.compiler.rows) are taken out of the graph: reductions
+whose results pointwise work reads back over the reduced dims (softmax, layer norm, RMSNorm by
+hand, and their backward), together with that pointwise work and the pointwise work feeding
+them, each become one RowKernel; the groups are formed from the remaining nodes. When running
+a region as one call would close a cycle with the groups around it, the graph is fused again
+without row regions.
 """
 from __future__ import annotations
 
@@ -28,7 +35,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from torch_vk.compiler import glsl, reduction
+from torch_vk.compiler import glsl, reduction, rows
 from torch_vk.compiler.kernel import FusedKernel, GemmEpilogueKernel
 from torch_vk.compiler.pointwise import PointwiseCall, lower
 
@@ -115,8 +122,11 @@ def _call_kind(node: torch.fx.Node, call: PointwiseCall, op_table: dict) -> int 
 
 
 class _Partition:
-    def __init__(self, graph: torch.fx.Graph, op_table: dict):
+    def __init__(self, graph: torch.fx.Graph, op_table: dict,
+                 excluded: frozenset[torch.fx.Node] = frozenset()):
+        """excluded: nodes computed elsewhere (row kernels); they join no group."""
         self.op_table = op_table
+        self.excluded = excluded
         self.parent: dict[int, int] = {}
         self.groups: dict[int, Group] = {}
         self.group_of: dict[torch.fx.Node, int] = {}
@@ -161,7 +171,7 @@ class _Partition:
         reach: set[int] = set()
         for inp in inputs:
             reach |= self._reach_of(inp)
-        call = lower(node)
+        call = lower(node) if node not in self.excluded else None
         kind = _call_kind(node, call, self.op_table) if call is not None else None
         if kind is None:
             self.reach[node] = reach
@@ -328,7 +338,7 @@ def _find_reductions(graph: torch.fx.Graph, partition: "_Partition", epilogues: 
     stores_into_input = {partition.find(partition.group_of[src]) for src, _ in absorbed.values()}
     found: dict[int, reduction.ReductionPlan] = {}
     for node in graph.nodes:
-        plan = reduction.plan_of(node)
+        plan = reduction.plan_of(node) if node not in partition.excluded else None
         if plan is None or plan.value not in partition.group_of:
             continue
         gid = partition.find(partition.group_of[plan.value])
@@ -513,15 +523,54 @@ class FusionCounts:
     kernels: int = 0          # FusedKernel and GemmEpilogueKernel calls
     gemm_epilogues: int = 0   # of those, GEMM epilogues
     reductions: int = 0       # ReductionKernel calls (a group and a reduction of its values)
+    row_kernels: int = 0      # RowKernel calls (reductions and the pointwise work around them)
 
 
-def fuse_pointwise(gm: torch.fx.GraphModule,
-                   op_table: dict) -> tuple[torch.fx.GraphModule, FusionCounts]:
+def _float_call(node: torch.fx.Node, op_table: dict) -> PointwiseCall | None:
+    """The node's PointwiseCall when a float32-kind generated kernel can evaluate it."""
+    call = lower(node)
+    if call is None or _call_kind(node, call, op_table) != glsl.KIND_FLOAT32:
+        return None
+    return call
+
+
+def _units_acyclic(graph: torch.fx.Graph, unit_of: dict) -> bool:
+    """Whether running each unit (a group or a row region, keyed in unit_of by its members;
+    other nodes are their own unit) as one call keeps the graph acyclic."""
+    key = {n: unit_of[n].gid if n in unit_of else n for n in graph.nodes}
+    edges: dict[Any, set] = {k: set() for k in key.values()}
+    indegree: dict[Any, int] = {k: 0 for k in edges}
+    for node in graph.nodes:
+        for inp in node.all_input_nodes:
+            a, b = key[inp], key[node]
+            if a != b and b not in edges[a]:
+                edges[a].add(b)
+                indegree[b] += 1
+    ready = [k for k, d in indegree.items() if d == 0]
+    seen = 0
+    while ready:
+        k = ready.pop()
+        seen += 1
+        for b in edges[k]:
+            indegree[b] -= 1
+            if indegree[b] == 0:
+                ready.append(b)
+    return seen == len(edges)
+
+
+def fuse_pointwise(gm: torch.fx.GraphModule, op_table: dict,
+                   row_kernels: bool = True) -> tuple[torch.fx.GraphModule, FusionCounts]:
     """Returns a new GraphModule in which every group of two or more pointwise nodes is one
     FusedKernel call, every group that reads a matrix product element by element is that
     product's GemmEpilogueKernel, and every group whose value a sum / mean / amax / amin
-    reduces is one ReductionKernel with that reduction; and the counts of those kernels."""
-    partition = _Partition(gm.graph, op_table)
+    reduces is one ReductionKernel with that reduction, every row region (rows.py: keepdim
+    reductions and the pointwise work that reads them) is one RowKernel; and the counts of
+    those kernels. row_kernels=False: no row regions (used when they would form a cycle with
+    the groups around them)."""
+    regions = rows.find_row_regions(gm.graph, lambda n: _float_call(n, op_table)) \
+        if row_kernels else []
+    region_of = {n: r for r in regions for n in r.nodes}
+    partition = _Partition(gm.graph, op_table, frozenset(region_of))
     every_group = partition.result()
     group_of = {n: g for g in every_group for n in g.nodes if len(g.nodes) >= 2}
     absorbed = _writes_into_inputs(gm.graph, group_of)
@@ -529,10 +578,17 @@ def fuse_pointwise(gm: torch.fx.GraphModule,
     reductions = _find_reductions(gm.graph, partition, epilogues, absorbed)
     groups = [g for g in every_group
               if len(g.nodes) >= 2 or g.gid in epilogues or g.gid in reductions]
-    if not groups:
+    if not groups and not regions:
         return gm, FusionCounts()
     group_of = {n: g for g in groups for n in g.nodes}
+    if regions and not _units_acyclic(gm.graph, {**group_of, **region_of}):
+        return fuse_pointwise(gm, op_table, row_kernels=False)
+    unit_of = {**group_of, **region_of}
     kernels = {}
+    for r in regions:
+        kernel = rows.RowKernel(r, op_table, f"row_{r.gid}_" + "_".join(
+            dict.fromkeys(str(n.target).split(".")[-2] for n in r.nodes))[:80])
+        kernels[r.gid] = (kernel, kernel.inputs, kernel.outputs)
     for i, g in enumerate(groups):
         if g.gid in reductions:
             kernels[g.gid] = _build_reduction_kernel(g, partition.calls, op_table, i,
@@ -558,15 +614,25 @@ def fuse_pointwise(gm: torch.fx.GraphModule,
     def emit(item):
         # item: a node outside every group, or a Group. Dependencies are emitted first, so
         # uses of a group's outputs that preceded its last member in the old order move after it.
-        key = item.gid if isinstance(item, Group) else item
+        key = item.gid if isinstance(item, (Group, rows.RowRegion)) else item
         if key in done:
             return
-        if isinstance(item, Group):
+        if isinstance(item, rows.RowRegion):
+            kernel, inputs, outputs = kernels[item.gid]
+            for inp in inputs:
+                emit(unit_of.get(inp, inp))
+            call = new_graph.call_function(kernel, tuple(env[i] for i in inputs))
+            call.meta["val"] = tuple(o.meta["val"] for o in outputs)
+            for k, out in enumerate(outputs):
+                item_node = new_graph.call_function(operator.getitem, (call, k))
+                item_node.meta = dict(out.meta)
+                env[out] = item_node
+        elif isinstance(item, Group):
             kernel, inputs, outputs = kernels[item.gid]
             epilogue = epilogues.get(item.gid)
             if epilogue is None:
                 for inp in inputs:
-                    emit(group_of.get(inp, inp))
+                    emit(unit_of.get(inp, inp))
                 args = tuple(env[i] for i in inputs)
             else:
                 product = epilogue.product
@@ -574,7 +640,7 @@ def fuse_pointwise(gm: torch.fx.GraphModule,
                     else [None, *product.args[:2]]
                 for inp in [o for o in operands if o is not None] + \
                         [i for i in inputs if i is not epilogue.value]:
-                    emit(group_of.get(inp, inp))
+                    emit(unit_of.get(inp, inp))
                 bias, mat1, mat2 = (None if o is None else env[o] for o in operands)
                 args = (mat1, mat2, bias) + tuple(
                     None if i is epilogue.value else env[i] for i in inputs)
@@ -602,13 +668,13 @@ def fuse_pointwise(gm: torch.fx.GraphModule,
             env[item] = env[dst]
         else:
             for inp in item.all_input_nodes:
-                emit(group_of.get(inp, inp))
+                emit(unit_of.get(inp, inp))
             env[item] = new_graph.node_copy(item, lambda n: env[n])
         done.add(key)
 
     for node in gm.graph.nodes:
-        emit(group_of.get(node, node))
+        emit(unit_of.get(node, node))
     new_graph.lint()
     counts = FusionCounts(kernels=len(groups) - len(reductions), gemm_epilogues=len(epilogues),
-                          reductions=len(reductions))
+                          reductions=len(reductions), row_kernels=len(regions))
     return torch.fx.GraphModule(gm, new_graph), counts

@@ -152,13 +152,17 @@ def max_offset(sizes: Sequence[int], strides: Sequence[int]) -> int:
 def _element_lines(program: Program, sizes: Sequence[int], strides: Sequence[Sequence[int]],
                    index: str, block: str, indent: str,
                    value_inputs: dict[int, str] | None = None,
-                   first_input_slot: int | None = None) -> list[str]:
+                   first_input_slot: int | None = None,
+                   only_steps: set[int] | None = None,
+                   store_guards: dict[int, str] | None = None) -> list[str]:
     """Statements that evaluate `program` at element `index` (a uint expression, row-major over
     the coalesced `sizes`): load the inputs, run the steps, store the outputs.
     strides: outputs first, then the tensor inputs that are loaded (value_inputs excluded), each
     with an address in `block`.addr in that order, except that the loaded inputs' addresses
     start at slot `first_input_slot` (default: right after the outputs). value_inputs[j]:
-    input j is this expression (of T) instead of a load."""
+    input j is this expression (of T) instead of a load. only_steps: evaluate just these steps
+    (which must not read the others) and store nothing. store_guards[o]: output o is stored only
+    where this condition holds."""
     value_inputs = value_inputs or {}
     n_out = len(program.outputs)
     first_input_slot = n_out if first_input_slot is None else first_input_slot
@@ -199,6 +203,8 @@ def _element_lines(program: Program, sizes: Sequence[int], strides: Sequence[Seq
         lines.append(f"{indent}T x{j} = T({source});")
     kind = program.kind
     for k, step in enumerate(program.steps):
+        if only_steps is not None and k not in only_steps:
+            continue
         lines.append(f"{indent}T v{k};")
         body = []
         for name_, (tag, ref), dtype in zip("abc", step.operands, step.operand_dtypes):
@@ -218,8 +224,14 @@ def _element_lines(program: Program, sizes: Sequence[int], strides: Sequence[Seq
             expr = f"({expr} ? T(1) : T(0))"
         body.append(f"v{k} = {round_to_dtype(expr, step.out_dtype, kind, step.bool_result)};")
         lines.append(f"{indent}{{ " + " ".join(body) + " }")
+    if only_steps is not None:
+        return lines
+    store_guards = store_guards or {}
     for o, (k, dtype) in enumerate(program.outputs):
-        lines.append(f"{indent}STORE_T({addr}[{o}], {DTYPE_CODE[dtype]}, {offsets[o]}, v{k});")
+        store = f"STORE_T({addr}[{o}], {DTYPE_CODE[dtype]}, {offsets[o]}, v{k});"
+        if o in store_guards:
+            store = f"if ({store_guards[o]}) {store}"
+        lines.append(f"{indent}{store}")
     return lines
 
 

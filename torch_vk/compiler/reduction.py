@@ -4,7 +4,9 @@ A sum / mean / amax / amin node whose input is computed by a pointwise group bec
 generated kernel: per element of the group's index space it evaluates the group's program (the
 "prologue", the same op-table rows and _element_lines as a FusedKernel), stores the group's
 values that other nodes read, and reduces the reduction's input value. The reduction of a plain
-graph value (no prologue) stays an eager vk kernel call.
+graph value (no prologue) stays an eager vk kernel call. Reductions whose results pointwise
+work reads back over the reduced dims (a softmax) are row kernels instead (rows.py), which
+reuse this module's plans, identities and combine expressions.
 
 Kernel shape: one workgroup per output element ("row"; grid-stride over rows when there are
 more than MAX_GROUPS), its invocations stride over the reduced elements (coalesced when the
