@@ -30,7 +30,6 @@ from typing import Any, Callable, Sequence
 
 import torch
 import torch.fx
-from torch.multiprocessing.reductions import StorageWeakRef
 
 _STATS = {"captures": 0, "replays": 0, "capture_failures": 0}
 _MAX_CAPTURES = 4
@@ -103,14 +102,11 @@ class ReplayRunner:
 
     def _reset(self) -> None:
         self.graph = None
-        self.stream = None
         self.warm_ptrs: list[int] | None = None
-        self.inputs = None   # _C._ReplayInputs: the arguments' checks and copies, in C++
-        self.static_outputs: Sequence[Any] = ()
-        # Per output, fixed at capture: ("pass", value) handed out as is, ("input", i) the
-        # caller's argument i (an input returned unchanged), ("alias", tensor) a pool tensor.
-        self.output_plan: list[tuple[str, Any]] = []
-        self.handed_out: list[StorageWeakRef] = []
+        # _C._Replayer: a steady-state call (argument checks and copies, detaching the previous
+        # outputs, the replay, handing out the outputs) in one C++ call.
+        self.replayer = None
+        self.outputs_are_tuple = False
 
     def __call__(self, *args: Any) -> Any:
         if self.disabled_reason is not None:
@@ -157,53 +153,33 @@ class ReplayRunner:
         self.captures += 1
         _STATS["captures"] += 1
         self.graph = graph
-        # (stream id, device index, device type) of the capturing stream: replay only there.
-        self.stream = native._current_stream()
-        self.inputs = native._ReplayInputs(inputs, own)
-        self.static_outputs = outs
         input_index = {id(t): i for i, t in enumerate(inputs)}
-        self.output_plan = [
-            ("pass", out) if not isinstance(out, torch.Tensor) or out.device.type != "vk"
-            else ("input", input_index[id(out)]) if id(out) in input_index
-            else ("alias", out)
-            for out in outs]  # "pass": e.g. an attention op's (unused) CPU RNG state
-        return self._hand_out(args)
+        # Per output: (0, value) handed out as is (e.g. an attention op's unused CPU RNG
+        # state), (1, i) the caller's argument i (an input returned unchanged), (2, tensor) a
+        # tensor of the graph's pool, handed out as an alias.
+        plan = [(0, out) if not isinstance(out, torch.Tensor) or out.device.type != "vk"
+                else (1, input_index[id(out)]) if id(out) in input_index
+                else (2, out)
+                for out in outs]
+        # The replayer replays only on the capturing stream (the current one now).
+        self.replayer = native._Replayer(graph, inputs, own, plan)
+        self.outputs_are_tuple = isinstance(outs, tuple)
+        return self._result(self.replayer.hand_out(tuple(args)))
 
-    def _replay(self, args: Sequence[torch.Tensor]) -> Any:
-        if _native()._current_stream() != self.stream:
+    def _replay(self, args: tuple) -> Any:
+        result = self.replayer(args)
+        if result.__class__ is list:
+            _STATS["replays"] += 1
+            return self._result(result)
+        if result == self.replayer.RUN_NORMALLY:
             return self.fn(*args)
-        if not self.inputs.prepare(tuple(args)):
-            return self._recapture(args)
-        self._detach_handed_out()
-        self.graph.replay()
-        _STATS["replays"] += 1
-        return self._hand_out(args)
+        return self._recapture(args)
 
-    def _detach_handed_out(self) -> None:
-        """Outputs of the previous call that are still alive get their own memory."""
-        native = _native()
-        for ref in self.handed_out:
-            if not ref.expired():
-                native._detach_storage(ref.cdata)
-        self.handed_out = []
+    def _result(self, outputs: list) -> Any:
+        return tuple(outputs) if self.outputs_are_tuple else outputs
 
     def _recapture(self, args: Sequence[torch.Tensor]) -> Any:
-        self._detach_handed_out()  # the old graph's pool goes away
+        self.replayer.detach_handed_out()  # the old graph's pool goes away
         self._reset()
         self.warm_ptrs = [a.data_ptr() for a in args]
         return self.fn(*args)
-
-    def _hand_out(self, args: Sequence[torch.Tensor]) -> Any:
-        native = _native()
-        result = []
-        for kind, value in self.output_plan:
-            if kind == "pass":
-                result.append(value)
-            elif kind == "input":
-                result.append(args[value])
-            else:
-                alias = native._alias_output(value)
-                self.handed_out.append(StorageWeakRef(alias.untyped_storage()))
-                result.append(alias)
-        return type(self.static_outputs)(result) if isinstance(self.static_outputs, tuple) \
-            else result
