@@ -1,0 +1,67 @@
+// Native composites: aten ops with no kernel of their own, built in L3 from other native vk
+// ops (no new shaders, nothing copied to the CPU). Each keeps the CPU's semantics: result
+// dtypes, shape checks and error messages / exception types follow the CPU implementations in
+// aten/src/ATen/native (ReduceOps.cpp, LinearAlgebra.cpp, Activation / GatedLinearUnit.cpp,
+// ChanelShuffle.cpp), via PyTorch's meta functions where the op is structured.
+//
+//   nansum (+ .out)             sum of x with NaNs masked to 0 (integer inputs: plain sum)
+//   trace                       diagonal().sum(); integer inputs give int64 (the CPU's promotion)
+//   aminmax (+ .out)            (amin, amax) over one dim or all elements
+//   glu (+ .out), glu_backward  narrow halves, sigmoid and mul, computed in the op-math dtype
+//   addbmm (+ .out, _)          one addmm of the batches laid side by side along k
+//   channel_shuffle             view + permute + contiguous
+// nanmean is PyTorch's CompositeImplicitAutograd over nansum and reaches no fallback.
+#include <ATen/ATen.h>
+#include <ATen/OpMathType.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/ops/aminmax_meta.h>
+#include <torch/library.h>
+
+#include "aten/launch.h"
+#include "aten/ops_reduce.h"
+#include "aten/vk_common.h"
+
+namespace tvk::aten {
+namespace {
+
+// ---------------------------------------------------------------- nansum
+
+// x with NaNs replaced by 0 (floating inputs only; the caller passes integers straight on).
+at::Tensor zero_nans(const at::Tensor& self) { return self.masked_fill(at::isnan(self), 0); }
+
+// CPU: nansum_out (ReduceOps.cpp): integral (and bool) inputs are a plain sum; the result dtype
+// is get_dtype_from_self(self, dtype, promote_integers=true), as sum's. For a floating input,
+// make_reduction casts the input to an explicit `dtype` first (an integral dtype then sums the
+// cast values), while an integral out= without `dtype` reaches the nansum kernel with an
+// integer dtype, which the CPU does not dispatch (NotImplementedError).
+at::Tensor nansum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                  std::optional<at::ScalarType> dtype) {
+  TORCH_CHECK(!c10::isComplexType(self.scalar_type()), "nansum does not support complex inputs");
+  if (c10::isIntegralType(self.scalar_type(), /*includeBool=*/true))
+    return at::sum(self, dim, keepdim, dtype);
+  if (dtype.has_value() && !at::isFloatingType(*dtype))
+    return at::sum(zero_nans(self).to(*dtype), dim, keepdim, dtype);
+  return at::sum(zero_nans(self), dim, keepdim, dtype);
+}
+
+at::Tensor& nansum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                       std::optional<at::ScalarType> dtype, at::Tensor& out) {
+  TORCH_CHECK(!c10::isComplexType(self.scalar_type()), "nansum does not support complex inputs");
+  if (c10::isIntegralType(self.scalar_type(), /*includeBool=*/true))
+    return at::sum_out(out, self, dim, keepdim, dtype);
+  if (dtype.has_value() && !at::isFloatingType(*dtype))
+    return at::sum_out(out, zero_nans(self).to(*dtype), dim, keepdim, dtype);
+  if (!dtype.has_value() && !at::isFloatingType(out.scalar_type()))
+    raise_not_implemented_for("nansum_cpu", out.scalar_type());
+  return at::sum_out(out, zero_nans(self), dim, keepdim, dtype);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("nansum", TORCH_FN(nansum));
+  m.impl("nansum.out", TORCH_FN(nansum_out));
+}
+
+}  // namespace tvk::aten

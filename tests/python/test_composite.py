@@ -1,0 +1,74 @@
+"""Native composites (src/aten/ops_composite.cpp) against PyTorch's CPU: nansum / nanmean,
+trace, aminmax, glu (+ glu_backward), addbmm, channel_shuffle. Every dtype the CPU offers,
+non-contiguous layouts, empty and 0-dim inputs, out= / in-place overloads, autograd and bad
+input (same exception type as the CPU)."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from helpers import check, layouts, make
+
+pytestmark = pytest.mark.usefixtures("strict_native")
+
+FLOAT_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
+INT_DTYPES = [torch.int32, torch.int64, torch.int8, torch.uint8]
+
+
+def with_nans(x):
+    """x with a NaN in every other element of its first row (floating dtypes only)."""
+    x = x.clone()
+    if x.dim() >= 1 and x.numel() > 0:
+        x.view(x.shape[0], -1)[0, ::2] = float("nan")
+    return x
+
+
+def grads(fn, *tensors):
+    """d(sum(fn(*tensors) * w)) / d tensors, for a fixed weighting w: the autograd path."""
+    def run(*ts):
+        ts = [t.detach().requires_grad_(True) for t in ts]
+        out = fn(*ts)
+        w = torch.linspace(-1, 1, out.numel(), dtype=out.dtype).reshape(out.shape).to(out.device)
+        return torch.autograd.grad((out * w).sum(), ts)
+    return run
+
+
+# ---------------------------------------------------------------- nansum / nanmean
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_nansum_float(dtype):
+    x = with_nans(make((4, 3, 5), dtype))
+    for _, layout in layouts(x):
+        check(lambda a: torch.nansum(layout(a)), x)
+        for dim in (0, 2, -1, (0, 2), []):
+            for keepdim in (False, True):
+                check(lambda a: torch.nansum(layout(a), dim, keepdim=keepdim), x)
+                check(lambda a: torch.nanmean(layout(a), dim, keepdim=keepdim), x)
+    check(lambda a: torch.nansum(a, 1, dtype=torch.float64), x)
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES + [torch.bool], ids=str)
+def test_nansum_integer(dtype):
+    x = make((4, 6), dtype)
+    check(lambda a: torch.nansum(a), x)
+    check(lambda a: torch.nansum(a, 1, keepdim=True), x)
+    check(lambda a: torch.nansum(a, 0, dtype=torch.int32), x)
+    check(lambda a: torch.nanmean(a), x)                 # error: integer nanmean
+
+
+def test_nansum_edge_cases_out_and_backward():
+    check(lambda a: torch.nansum(a), torch.tensor(float("nan")))
+    check(lambda a: torch.nansum(a, 0), torch.tensor(2.5))
+    check(lambda a: torch.nansum(a), make((0, 3), torch.float32))
+    check(lambda a: torch.nansum(a, 0), make((0, 3), torch.float32))
+    check(lambda a: torch.nanmean(a, 0), make((0, 3), torch.float32))   # NaN
+    check(lambda a: torch.nansum(a, 2), make((3, 4), torch.float32))    # error: dim out of range
+    x = with_nans(make((3, 4), torch.float32))
+    check(lambda a: torch.nansum(a, 1, out=torch.empty(3, device=a.device)), x)
+    check(lambda a: torch.nansum(a, 1, out=torch.empty(0, device=a.device)), x)
+    check(lambda a: torch.nansum(a, 1, out=torch.empty(3, dtype=torch.int64, device=a.device)), x)
+    check(lambda a: torch.nansum(a, 1, dtype=torch.int64), make((3, 4), torch.float32))
+    check(lambda a: torch.nansum(a, 1, out=torch.empty(3, dtype=torch.float16, device=a.device)), x)
+    check(grads(lambda a: torch.nansum(a, 1)), x)
+    check(grads(lambda a: torch.nanmean(a, 0)), x)
+
+
