@@ -57,11 +57,22 @@ at::Tensor& nansum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool
   return at::sum_out(out, zero_nans(self), dim, keepdim, dtype);
 }
 
+// ---------------------------------------------------------------- trace
+
+// CPU: trace_cpu (ReduceOps.cpp): 2-D only; integer inputs accumulate into int64; bool is not
+// dispatched (NotImplementedError).
+at::Tensor trace(const at::Tensor& self) {
+  TORCH_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
+  if (self.scalar_type() == at::kBool) raise_not_implemented_for("trace", at::kBool);
+  return at::sum(self.diagonal(), at::OptionalIntArrayRef{}, false, std::nullopt);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nansum", TORCH_FN(nansum));
   m.impl("nansum.out", TORCH_FN(nansum_out));
+  m.impl("trace", TORCH_FN(trace));
 }
 
 }  // namespace tvk::aten

@@ -72,3 +72,20 @@ def test_nansum_edge_cases_out_and_backward():
     check(grads(lambda a: torch.nanmean(a, 0)), x)
 
 
+# ---------------------------------------------------------------- trace
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + INT_DTYPES + [torch.bool], ids=str)
+def test_trace(dtype):
+    for shape in ((4, 4), (3, 5), (6, 2), (0, 3)):
+        x = make(shape, dtype)
+        for _, layout in layouts(x):
+            check(lambda a: torch.trace(layout(a)), x)
+
+
+def test_trace_errors_and_backward():
+    check(lambda a: torch.trace(a), make((2, 3, 4), torch.float32))    # error: not a matrix
+    check(lambda a: torch.trace(a), make((4,), torch.float32))
+    check(lambda a: torch.trace(a), make((), torch.float32))
+    check(grads(lambda a: torch.trace(a)), make((3, 5), torch.float32))
+
+
