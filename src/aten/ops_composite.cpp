@@ -67,12 +67,44 @@ at::Tensor trace(const at::Tensor& self) {
   return at::sum(self.diagonal(), at::OptionalIntArrayRef{}, false, std::nullopt);
 }
 
+// ---------------------------------------------------------------- aminmax
+
+// at::meta::structured_aminmax checks the dim, rejects empty reductions (the CPU's messages)
+// and sizes both outputs; amin / amax then fill them.
+void aminmax_impl(Structured<at::meta::structured_aminmax, 2>& s, const at::Tensor& self,
+                  std::optional<int64_t> dim, bool keepdim) {
+  s.meta(self, dim, keepdim);
+  if (dim.has_value()) {
+    at::amin_out(s.outs[0], self, {*dim}, keepdim);
+    at::amax_out(s.outs[1], self, {*dim}, keepdim);
+  } else {
+    at::amin_out(s.outs[0], self, {}, keepdim);
+    at::amax_out(s.outs[1], self, {}, keepdim);
+  }
+}
+
+std::tuple<at::Tensor, at::Tensor> aminmax(const at::Tensor& self, std::optional<int64_t> dim,
+                                           bool keepdim) {
+  Structured<at::meta::structured_aminmax, 2> s;
+  aminmax_impl(s, self, dim, keepdim);
+  return {s.outs[0], s.outs[1]};
+}
+
+std::tuple<at::Tensor&, at::Tensor&> aminmax_out(const at::Tensor& self, std::optional<int64_t> dim,
+                                                 bool keepdim, at::Tensor& min, at::Tensor& max) {
+  Structured<at::meta::structured_aminmax, 2> s(min, max);
+  aminmax_impl(s, self, dim, keepdim);
+  return {min, max};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nansum", TORCH_FN(nansum));
   m.impl("nansum.out", TORCH_FN(nansum_out));
   m.impl("trace", TORCH_FN(trace));
+  m.impl("aminmax", TORCH_FN(aminmax));
+  m.impl("aminmax.out", TORCH_FN(aminmax_out));
 }
 
 }  // namespace tvk::aten

@@ -89,3 +89,33 @@ def test_trace_errors_and_backward():
     check(grads(lambda a: torch.trace(a)), make((3, 5), torch.float32))
 
 
+# ---------------------------------------------------------------- aminmax
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + INT_DTYPES + [torch.bool], ids=str)
+def test_aminmax(dtype):
+    x = make((4, 3, 5), dtype)
+    if dtype.is_floating_point:
+        x = with_nans(x)[1:]                             # one row of NaNs propagates, others not
+    for _, layout in layouts(x):
+        check(lambda a: torch.aminmax(layout(a)), x)
+        check(lambda a: torch.aminmax(layout(a), keepdim=True), x)
+        for dim in (0, 1, -1):
+            for keepdim in (False, True):
+                check(lambda a: torch.aminmax(layout(a), dim=dim, keepdim=keepdim), x)
+
+
+def test_aminmax_edge_cases_out_and_backward():
+    check(lambda a: torch.aminmax(a), make((), torch.float32))
+    check(lambda a: torch.aminmax(a, dim=0), make((), torch.float32))
+    check(lambda a: torch.aminmax(a, dim=1), make((0, 3), torch.float32))
+    check(lambda a: torch.aminmax(a, dim=0), make((0, 3), torch.float32))  # error: empty dim
+    check(lambda a: torch.aminmax(a), make((0, 3), torch.float32))         # error: no identity
+    check(lambda a: torch.aminmax(a, dim=2), make((3, 4), torch.float32))  # error: dim range
+    x = make((3, 4), torch.float32)
+    check(lambda a: torch.aminmax(a, dim=1, out=(torch.empty(3, device=a.device),
+                                                 torch.empty(0, device=a.device))), x)
+    check(lambda a: torch.aminmax(a, dim=1, out=(torch.empty(3, dtype=torch.int64, device=a.device),
+                                                 torch.empty(3, device=a.device))), x)  # error
+    check(grads(lambda a: torch.stack(torch.aminmax(a, dim=1))), x)
+
+
