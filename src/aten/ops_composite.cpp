@@ -97,6 +97,64 @@ std::tuple<at::Tensor&, at::Tensor&> aminmax_out(const at::Tensor& self, std::op
   return {min, max};
 }
 
+// ---------------------------------------------------------------- glu
+
+// The checks of at::meta::structured_glu / glu_backward_cpu_out; returns the wrapped dim.
+int64_t glu_check(const at::Tensor& self, int64_t dim) {
+  TORCH_CHECK(self.dim() > 0, "glu does not support scalars because halving size must be even");
+  const int64_t wrap_dim = at::maybe_wrap_dim(dim, self.dim());
+  const int64_t n = self.size(wrap_dim);
+  TORCH_CHECK(n % 2 == 0, "Halving dimension must be even, but dimension ", wrap_dim, " is size ", n);
+  return wrap_dim;
+}
+
+// The CPU kernels dispatch floating types plus float16 / bfloat16 only.
+void glu_check_dtype(at::ScalarType dtype, const char* name) {
+  if (!at::isFloatingType(dtype)) raise_not_implemented_for(name, dtype);
+}
+
+// out = a * sigmoid(b) over the two halves of `self`, computed in the op-math dtype (fp32 for
+// float16 / bfloat16, as the CPU kernel) and rounded once into `out`.
+at::Tensor& glu_out(const at::Tensor& self, int64_t dim, at::Tensor& out) {
+  const int64_t d = glu_check(self, dim);
+  glu_check_dtype(self.scalar_type(), "glu_cpu");
+  const int64_t half = self.size(d) / 2;
+  const at::ScalarType opmath = at::toOpMathType(self.scalar_type());
+  const at::Tensor a = self.narrow(d, 0, half).to(opmath);
+  const at::Tensor b = self.narrow(d, half, half).to(opmath);
+  return at::mul_out(out, a, at::sigmoid(b));
+}
+
+at::Tensor glu(const at::Tensor& self, int64_t dim) {
+  at::Tensor out = at::empty({0}, self.options());
+  return glu_out(self, dim, out);
+}
+
+// The CPU's glu_backward_cpu_out, step by step (so float16 / bfloat16 round where it does):
+// s = sigmoid(b) in the input dtype; grad_b = (1 - s) * s * a * g in the op-math dtype, rounded
+// once; grad_a = s * g. grad_input is resized like the CPU's (resize_as_).
+at::Tensor& glu_backward_out(const at::Tensor& grad_output, const at::Tensor& self, int64_t dim,
+                             at::Tensor& grad_input) {
+  const int64_t d = glu_check(self, dim);
+  glu_check_dtype(self.scalar_type(), "glu_backward_cpu");
+  const int64_t half = self.size(d) / 2;
+  const at::ScalarType opmath = at::toOpMathType(self.scalar_type());
+  const at::Tensor sig = at::sigmoid(self.narrow(d, half, half));
+  const at::Tensor sig_op = sig.to(opmath);
+  const at::Tensor grad_b =
+      (1 - sig_op) * sig_op * self.narrow(d, 0, half).to(opmath) * grad_output.to(opmath);
+  const at::Tensor grad_a = sig * grad_output;
+  grad_input.resize_as_(self);
+  grad_input.narrow(d, 0, half).copy_(grad_a);
+  grad_input.narrow(d, half, half).copy_(grad_b);
+  return grad_input;
+}
+
+at::Tensor glu_backward(const at::Tensor& grad_output, const at::Tensor& self, int64_t dim) {
+  at::Tensor grad_input = at::empty({0}, self.options());
+  return glu_backward_out(grad_output, self, dim, grad_input);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -105,6 +163,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("trace", TORCH_FN(trace));
   m.impl("aminmax", TORCH_FN(aminmax));
   m.impl("aminmax.out", TORCH_FN(aminmax_out));
+  m.impl("glu", TORCH_FN(glu));
+  m.impl("glu.out", TORCH_FN(glu_out));
+  m.impl("glu_backward", TORCH_FN(glu_backward));
+  m.impl("glu_backward.grad_input", TORCH_FN(glu_backward_out));
 }
 
 }  // namespace tvk::aten

@@ -119,3 +119,33 @@ def test_aminmax_edge_cases_out_and_backward():
     check(grads(lambda a: torch.stack(torch.aminmax(a, dim=1))), x)
 
 
+# ---------------------------------------------------------------- glu
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_glu(dtype):
+    x = make((4, 6, 2), dtype)
+    for _, layout in layouts(x):
+        for dim in (0, 1, -1):
+            check(lambda a: F.glu(layout(a), dim), x)
+            check(grads(lambda a: F.glu(layout(a), dim)), x)
+    g = make((2, 6, 2), dtype, seed=1)
+    check(lambda gg, a: torch.ops.aten.glu_backward(gg, a, 0), g, x)
+
+
+def test_glu_edge_cases_out_and_errors():
+    check(lambda a: F.glu(a, 0), make((0, 4), torch.float32))
+    check(lambda a: F.glu(a, 1), make((0, 4), torch.float32))
+    check(lambda a: F.glu(a), make((), torch.float32))                # error: scalar
+    check(lambda a: F.glu(a, 0), make((3, 4), torch.float32))         # error: odd dimension
+    check(lambda a: F.glu(a, 2), make((3, 4), torch.float32))         # error: dim range
+    check(lambda a: F.glu(a), make((3, 4), torch.int64))              # error: NotImplementedError
+    x = make((3, 4), torch.float32)
+    check(lambda a: torch._C._nn.glu(a, 1, out=torch.empty(3, 2, device=a.device)), x)
+    check(lambda a: torch._C._nn.glu(a, 1, out=torch.empty(0, device=a.device)), x)
+    check(lambda a: torch._C._nn.glu(a, 1, out=torch.empty(3, 2, dtype=torch.int64, device=a.device)), x)
+    g = make((3, 2), torch.float32, seed=2)
+    check(lambda gg, a: torch.ops.aten.glu_backward.grad_input(
+        gg, a, 1, grad_input=torch.empty(0, device=a.device)), g, x)
+    check(lambda gg, a: torch.ops.aten.glu_backward(gg, a, 0), g, x)  # error: odd dimension
+
+
