@@ -155,6 +155,63 @@ at::Tensor glu_backward(const at::Tensor& grad_output, const at::Tensor& self, i
   return glu_backward_out(grad_output, self, dim, grad_input);
 }
 
+// ---------------------------------------------------------------- addbmm
+
+// The checks of the CPU's addbmm_impl_ (LinearAlgebra.cpp), same order and messages.
+void addbmm_check(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2) {
+  TORCH_CHECK(batch1.dim() == 3, "batch1 must be a 3D tensor");
+  TORCH_CHECK(batch2.dim() == 3, "batch2 must be a 3D tensor");
+  TORCH_CHECK(batch1.size(0) == batch2.size(0),
+              "batch1 and batch2 must have same number of batches, got ", batch1.size(0), " and ",
+              batch2.size(0));
+  TORCH_CHECK(batch1.size(2) == batch2.size(1), "Incompatible matrix sizes for bmm (",
+              batch1.size(1), "x", batch1.size(2), " and ", batch2.size(1), "x", batch2.size(2), ")");
+  TORCH_CHECK(self.dim() == 2 && self.size(0) == batch1.size(1) && self.size(1) == batch2.size(2),
+              "self tensor does not match matmul output shape");
+}
+
+// sum_b batch1[b] @ batch2[b] == [batch1[0] | batch1[1] | ...] @ [batch2[0]; batch2[1]; ...]:
+// one GEMM with k' = batches * k. Zero batches give k' = 0 (beta * self, or 0 when beta == 0,
+// as addmm and the CPU).
+std::pair<at::Tensor, at::Tensor> addbmm_operands(const at::Tensor& batch1, const at::Tensor& batch2) {
+  const int64_t b = batch1.size(0), n = batch1.size(1), k = batch1.size(2), p = batch2.size(2);
+  return {batch1.permute({1, 0, 2}).reshape({n, b * k}), batch2.reshape({b * k, p})};
+}
+
+at::Tensor& addbmm_out(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
+                       const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out) {
+  // As the CPU: self is expanded to the product's shape before the checks.
+  const c10::MaybeOwned<at::Tensor> b_self =
+      at::expand_size(self, {batch1.size(1), batch2.size(2)}, "addbmm_out");
+  addbmm_check(*b_self, batch1, batch2);
+  const auto [m1, m2] = addbmm_operands(batch1, batch2);
+  out.resize_as_(*b_self);
+  return at::addmm_out(out, *b_self, m1, m2, beta, alpha);
+}
+
+at::Tensor addbmm(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
+                  const at::Scalar& beta, const at::Scalar& alpha) {
+  at::Tensor out = at::empty({0}, self.options());
+  return addbmm_out(self, batch1, batch2, beta, alpha, out);
+}
+
+// CPU: addbmm_ runs addbmm_out(self, ..., out=self): self is expanded to the product's shape
+// and resized to it. The common case (self already n x p) is one in-place addmm.
+at::Tensor& addbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2,
+                    const at::Scalar& beta, const at::Scalar& alpha) {
+  if (batch1.dim() == 3 && batch2.dim() == 3 && self.dim() == 2 &&
+      self.size(0) == batch1.size(1) && self.size(1) == batch2.size(2)) {
+    addbmm_check(self, batch1, batch2);
+    const auto [m1, m2] = addbmm_operands(batch1, batch2);
+    return self.addmm_(m1, m2, beta, alpha);
+  }
+  at::Tensor result = at::empty({0}, self.options());
+  addbmm_out(self, batch1, batch2, beta, alpha, result);
+  self.resize_as_(result);
+  self.copy_(result);
+  return self;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -167,6 +224,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("glu.out", TORCH_FN(glu_out));
   m.impl("glu_backward", TORCH_FN(glu_backward));
   m.impl("glu_backward.grad_input", TORCH_FN(glu_backward_out));
+  m.impl("addbmm", TORCH_FN(addbmm));
+  m.impl("addbmm.out", TORCH_FN(addbmm_out));
+  m.impl("addbmm_", TORCH_FN(addbmm_));
 }
 
 }  // namespace tvk::aten

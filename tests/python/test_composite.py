@@ -149,3 +149,41 @@ def test_glu_edge_cases_out_and_errors():
     check(lambda gg, a: torch.ops.aten.glu_backward(gg, a, 0), g, x)  # error: odd dimension
 
 
+# ---------------------------------------------------------------- addbmm
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + [torch.int32, torch.int64], ids=str)
+def test_addbmm(dtype):
+    tol = dict(atol=1e-2, rtol=1e-2) if dtype in (torch.float16, torch.bfloat16) else {}
+    if dtype == torch.bfloat16:
+        tol = dict(atol=5e-2, rtol=2e-2)
+    s, b1, b2 = make((3, 5), dtype), make((4, 3, 6), dtype, seed=1), make((4, 6, 5), dtype, seed=2)
+    for _, layout in layouts(b1):
+        check(lambda x, p, q: torch.addbmm(x, layout(p), q), s, b1, b2, **tol)
+    check(lambda x, p, q: torch.addbmm(x, p, q.transpose(1, 2).contiguous().transpose(1, 2)), s, b1, b2, **tol)
+    if dtype.is_floating_point:
+        check(lambda x, p, q: torch.addbmm(x, p, q, beta=0.5, alpha=-2.0), s, b1, b2, **tol)
+    else:
+        check(lambda x, p, q: torch.addbmm(x, p, q, beta=2, alpha=3), s, b1, b2, **tol)
+    check(lambda x, p, q: torch.addbmm(x[0], p, q), s, b1, b2, **tol)          # broadcast self
+    check(lambda x, p, q: x.addbmm_(p, q), s, b1, b2, **tol)
+
+
+def test_addbmm_edge_cases_out_errors_and_backward():
+    s, b1, b2 = make((3, 5), torch.float32), make((4, 3, 6), torch.float32), make((4, 6, 5), torch.float32)
+    nan_self = torch.full((3, 5), float("nan"))
+    check(lambda x, p, q: torch.addbmm(x, p, q, beta=0), nan_self, b1, b2)   # beta=0 ignores NaN
+    check(lambda x, p, q: torch.addbmm(x, p, q), s, b1[:0], b2[:0])          # zero batches
+    check(lambda x, p, q: torch.addbmm(x, p, q, beta=0), nan_self, b1[:0], b2[:0])
+    check(lambda x, p, q: torch.addbmm(x, p, q), s, b1[:, :, :0], b2[:, :0])  # k = 0
+    check(lambda x, p, q: torch.addbmm(x, p, q, out=torch.empty(3, 5, device=x.device)), s, b1, b2)
+    check(lambda x, p, q: torch.addbmm(x, p, q, out=torch.empty(0, device=x.device)), s, b1, b2)
+    check(lambda x, p, q: torch.addbmm(x, p, q), s, b1[0], b2)               # error: batch1 2-D
+    check(lambda x, p, q: torch.addbmm(x, p, q), s, b1, b2[:3])              # error: batches
+    check(lambda x, p, q: torch.addbmm(x, p, q), s, b1, b2[:, :5])           # error: k
+    check(lambda x, p, q: torch.addbmm(x, p, q), s[:, :4], b1, b2)           # error: self shape
+    check(lambda x, p, q: x.addbmm_(p, q), s[:1], b1, b2)                    # self grows (as CPU)
+    check(lambda x, p, q: x.addbmm_(p, q), s[:2], b1, b2)                    # error: not expandable
+    check(lambda x, p, q: torch.addbmm(x, p, q), s, b1, b2.double())         # error: dtypes
+    check(grads(lambda x, p, q: torch.addbmm(x, p, q, beta=0.5, alpha=2.0)), s, b1, b2)
+
+
