@@ -212,6 +212,27 @@ at::Tensor& addbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor
   return self;
 }
 
+// ---------------------------------------------------------------- channel_shuffle
+
+// CPU: channel_shuffle (ChanelShuffle.cpp): (N, C, *) -> (N, g, C/g, *) -> swap g and C/g; the
+// result keeps the input's suggested memory format; an empty input returns an alias.
+at::Tensor channel_shuffle(const at::Tensor& self, int64_t groups) {
+  TORCH_CHECK(self.dim() > 2, "channel_shuffle expects input with > 2 dims, but got input with sizes ",
+              self.sizes());
+  TORCH_CHECK(groups > 0, "Number of groups to divide channels in must be positive.",
+              " Value of groups:", groups);
+  const int64_t c = self.size(1);
+  TORCH_CHECK(c % groups == 0, "Number of channels must be divisible by groups. Got ", c,
+              " channels and ", groups, " groups.");
+  if (self.numel() == 0) return self.alias();
+  const at::MemoryFormat format = self.suggest_memory_format();
+  const at::Tensor grouped = self.reshape({self.size(0), groups, c / groups, -1});
+  // clone: with groups == 1 or groups == C a reshape alone would return a view of self.
+  const at::Tensor shuffled =
+      grouped.permute({0, 2, 1, 3}).clone(at::MemoryFormat::Contiguous).view(self.sizes());
+  return format == at::MemoryFormat::Contiguous ? shuffled : shuffled.contiguous(format);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -227,6 +248,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addbmm", TORCH_FN(addbmm));
   m.impl("addbmm.out", TORCH_FN(addbmm_out));
   m.impl("addbmm_", TORCH_FN(addbmm_));
+  m.impl("channel_shuffle", TORCH_FN(channel_shuffle));
 }
 
 }  // namespace tvk::aten

@@ -187,3 +187,29 @@ def test_addbmm_edge_cases_out_errors_and_backward():
     check(grads(lambda x, p, q: torch.addbmm(x, p, q, beta=0.5, alpha=2.0)), s, b1, b2)
 
 
+# ---------------------------------------------------------------- channel_shuffle
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + INT_DTYPES + [torch.bool], ids=str)
+def test_channel_shuffle(dtype):
+    x = make((2, 6, 3, 2), dtype)
+    for _, layout in layouts(x):
+        for groups in (1, 2, 3, 6):
+            check(lambda a: F.channel_shuffle(layout(a), groups), x)
+    check(lambda a: F.channel_shuffle(a, 2), make((2, 4, 5), dtype))
+    check(lambda a: F.channel_shuffle(a, 3), make((1, 6, 2, 2, 2), dtype))
+
+
+def test_channel_shuffle_edge_cases_errors_and_backward():
+    x = make((2, 6, 3, 4), torch.float32)
+    out = check(lambda a: F.channel_shuffle(a.contiguous(memory_format=torch.channels_last), 3), x)
+    check(lambda a: F.channel_shuffle(a.contiguous(memory_format=torch.channels_last), 3).stride(), x)
+    check(lambda a: F.channel_shuffle(a, 3).data_ptr() == a.data_ptr(), x)      # a new tensor
+    check(lambda a: F.channel_shuffle(a, 1).data_ptr() == a.data_ptr(), x)
+    check(lambda a: F.channel_shuffle(a, 2), make((0, 4, 3), torch.float32))
+    check(lambda a: F.channel_shuffle(a, 2), make((4, 6), torch.float32))      # error: 2-D
+    check(lambda a: F.channel_shuffle(a, 4), x)                                # error: 6 % 4
+    check(lambda a: F.channel_shuffle(a, 0), x)                                # error: groups 0
+    check(lambda a: F.channel_shuffle(a, -2), x)
+    check(lambda a: torch.native_channel_shuffle(a, 3), x)
+    check(grads(lambda a: F.channel_shuffle(a, 3)), x)
+    assert out is not None
