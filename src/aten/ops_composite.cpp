@@ -10,11 +10,13 @@
 //   glu (+ .out), glu_backward  narrow halves, sigmoid and mul, computed in the op-math dtype
 //   addbmm (+ .out, _)          one addmm of the batches laid side by side along k
 //   channel_shuffle             view + permute + contiguous
+//   im2col / col2im             as_strided windows of the padded input / strided slab adds
 // nanmean is PyTorch's CompositeImplicitAutograd over nansum and reaches no fallback.
 #include <ATen/ATen.h>
 #include <ATen/OpMathType.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
+#include <ATen/native/im2col_shape_check.h>
 #include <ATen/ops/aminmax_meta.h>
 #include <torch/library.h>
 
@@ -233,6 +235,85 @@ at::Tensor channel_shuffle(const at::Tensor& self, int64_t groups) {
   return format == at::MemoryFormat::Contiguous ? shuffled : shuffled.contiguous(format);
 }
 
+// ---------------------------------------------------------------- im2col / col2im
+
+// The argument checks of the CPU's im2col_out_cpu_template / col2im_out_cpu_template.
+void check_pair(at::IntArrayRef v, const char* name) {
+  TORCH_CHECK(v.size() == 2, "It is expected ", name, " equals to 2, but got size ", v.size());
+}
+
+// The CPU kernels dispatch floating types plus float16 / bfloat16 (vk has no complex).
+void check_col_dtype(at::ScalarType dtype, const char* name) {
+  if (!at::isFloatingType(dtype)) raise_not_implemented_for(name, dtype);
+}
+
+// im2col (nn.functional.unfold): (N, C, H, W) -> (N, C*kh*kw, oh*ow), rows ordered (c, i, j).
+// The zero-padded input viewed with as_strided as (N, C, kh, kw, oh, ow), then made contiguous.
+at::Tensor im2col(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef dilation,
+                  at::IntArrayRef padding, at::IntArrayRef stride) {
+  check_pair(kernel_size, "kernel_size");
+  check_pair(dilation, "dilation");
+  check_pair(padding, "padding");
+  check_pair(stride, "stride");
+  const int64_t kh = kernel_size[0], kw = kernel_size[1], dh = dilation[0], dw = dilation[1];
+  const int64_t ph = padding[0], pw = padding[1], sh = stride[0], sw = stride[1];
+  at::native::im2col_shape_check(self, at::Tensor(), kh, kw, dh, dw, ph, pw, sh, sw);
+  check_col_dtype(self.scalar_type(), "im2col_out_cpu");
+  const bool batched = self.dim() == 4;
+  const at::Tensor input = batched ? self : self.unsqueeze(0);
+  const int64_t n = input.size(0), c = input.size(1), h = input.size(2), w = input.size(3);
+  const int64_t oh = (h + 2 * ph - (dh * (kh - 1) + 1)) / sh + 1;
+  const int64_t ow = (w + 2 * pw - (dw * (kw - 1) + 1)) / sw + 1;
+  at::Tensor out;
+  if (input.numel() == 0) {
+    out = at::empty({n, c * kh * kw, oh * ow}, self.options());
+  } else {
+    const at::Tensor padded = at::constant_pad_nd(input, {pw, pw, ph, ph}, 0).contiguous();
+    const int64_t hp = padded.size(2), wp = padded.size(3);
+    const at::Tensor windows =
+        padded.as_strided({n, c, kh, kw, oh, ow}, {c * hp * wp, hp * wp, dh * wp, dw, sh * wp, sw},
+                          padded.storage_offset());
+    out = windows.clone(at::MemoryFormat::Contiguous).view({n, c * kh * kw, oh * ow});
+  }
+  return batched ? out : out.squeeze(0);
+}
+
+// col2im (nn.functional.fold): the adjoint of im2col. Each kernel offset (i, j) adds its
+// (N, C, oh, ow) slab into a strided window of the zero-padded output, in the CPU's (i, j)
+// order (so float16 / bfloat16 round as the CPU's accumulation); the padding is cut off.
+at::Tensor col2im(const at::Tensor& self, c10::SymIntArrayRef output_size_sym,
+                  at::IntArrayRef kernel_size, at::IntArrayRef dilation, at::IntArrayRef padding,
+                  at::IntArrayRef stride) {
+  const std::vector<int64_t> output_size = C10_AS_INTARRAYREF_SLOW(output_size_sym).vec();
+  check_pair(output_size, "output_size");
+  check_pair(kernel_size, "kernel_size");
+  check_pair(dilation, "dilation");
+  check_pair(padding, "padding");
+  check_pair(stride, "stride");
+  const int64_t h = output_size[0], w = output_size[1];
+  const int64_t kh = kernel_size[0], kw = kernel_size[1], dh = dilation[0], dw = dilation[1];
+  const int64_t ph = padding[0], pw = padding[1], sh = stride[0], sw = stride[1];
+  at::native::col2im_shape_check(self, at::Tensor(), h, w, kh, kw, dh, dw, ph, pw, sh, sw);
+  check_col_dtype(self.scalar_type(), "col2im_out_cpu");
+  const bool batched = self.dim() == 3;
+  const at::Tensor cols = batched ? self : self.unsqueeze(0);
+  const int64_t n = cols.size(0), c = cols.size(1) / (kh * kw);
+  const int64_t oh = (h + 2 * ph - (dh * (kh - 1) + 1)) / sh + 1;
+  const int64_t ow = (w + 2 * pw - (dw * (kw - 1) + 1)) / sw + 1;
+  at::Tensor padded = at::zeros({n, c, h + 2 * ph, w + 2 * pw}, self.options());
+  if (cols.numel() > 0) {
+    const at::Tensor slabs = cols.reshape({n, c, kh, kw, oh, ow});
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j)
+        padded.slice(2, i * dh, i * dh + sh * (oh - 1) + 1, sh)
+            .slice(3, j * dw, j * dw + sw * (ow - 1) + 1, sw)
+            .add_(slabs.select(3, j).select(2, i));
+  }
+  at::Tensor out = (ph == 0 && pw == 0) ? padded
+                                         : padded.slice(2, ph, ph + h).slice(3, pw, pw + w).contiguous();
+  return batched ? out : out.squeeze(0);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -249,6 +330,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addbmm.out", TORCH_FN(addbmm_out));
   m.impl("addbmm_", TORCH_FN(addbmm_));
   m.impl("channel_shuffle", TORCH_FN(channel_shuffle));
+  m.impl("im2col", TORCH_FN(im2col));
+  m.impl("col2im", TORCH_FN(col2im));
 }
 
 }  // namespace tvk::aten

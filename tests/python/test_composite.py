@@ -213,3 +213,47 @@ def test_channel_shuffle_edge_cases_errors_and_backward():
     check(lambda a: torch.native_channel_shuffle(a, 3), x)
     check(grads(lambda a: F.channel_shuffle(a, 3)), x)
     assert out is not None
+
+
+# ---------------------------------------------------------------- im2col / col2im (unfold / fold)
+
+UNFOLD_CASES = [  # kernel_size, dilation, padding, stride
+    ((2, 3), 1, 0, 1),
+    (3, (2, 1), (1, 2), (2, 1)),
+    ((1, 1), 1, 0, 2),
+    (2, 1, 1, 3),
+]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_unfold_fold(dtype):
+    x = make((2, 3, 7, 6), dtype)
+    for k, d, p, s in UNFOLD_CASES:
+        for _, layout in layouts(x):
+            check(lambda a: F.unfold(layout(a), k, d, p, s), x)
+        check(lambda a: F.unfold(a, k, d, p, s), x[0])                      # unbatched
+        cols = F.unfold(x.double(), k, d, p, s).to(dtype)
+        for _, layout in layouts(cols):
+            check(lambda a: F.fold(layout(a), (7, 6), k, d, p, s), cols)
+        check(lambda a: F.fold(a, (7, 6), k, d, p, s), cols[0])            # unbatched
+    check(grads(lambda a: F.unfold(a, (2, 3), 1, 1, (2, 1))), x)
+    cols = F.unfold(x, 2, 1, 0, 1)
+    check(grads(lambda a: F.fold(a, (7, 6), 2, 1, 0, 1)), cols)
+
+
+def test_unfold_fold_edge_cases_and_errors():
+    x = make((2, 3, 5, 5), torch.float32)
+    check(lambda a: F.unfold(a, 2), make((0, 3, 5, 5), torch.float32))
+    check(lambda a: F.fold(a, (5, 5), 2), make((0, 12, 16), torch.float32))
+    check(lambda a: F.unfold(a, 6), x)                                   # error: window too big
+    check(lambda a: F.unfold(a, 0), x)                                   # error: kernel 0
+    check(lambda a: F.unfold(a, 2, stride=0), x)                         # error: stride 0
+    check(lambda a: F.unfold(a, 2), make((5, 5), torch.float32))         # error: 2-D
+    check(lambda a: torch.ops.aten.im2col(a, [2, 2], [1, 1], [0, 0], [1, 1]),
+          make((2, 3, 5, 5), torch.int64))                               # error: NotImplementedError
+    cols = make((2, 12, 16), torch.float32)
+    check(lambda a: F.fold(a, (5, 5), 2), cols)
+    check(lambda a: F.fold(a, (5, 5), 3), cols)                          # error: C*kh*kw
+    check(lambda a: F.fold(a, (6, 5), 2), cols)                          # error: block count
+    check(lambda a: torch.ops.aten.col2im(a, [5, 5], [2, 2], [1, 1], [0, 0], [1, 1]),
+          make((2, 12, 16), torch.int64))                                # error: NotImplementedError
