@@ -10,9 +10,9 @@ Default (CPU machines, lavapipe): reports
   - per-op host overhead: wall time per tiny op while recording (no waits), the recording
     thread's CPU time per op, and the dispatch count from torch_vk.stats(); and the thread CPU
     time again on a stream that holds its submissions until the end ("device held"). On
-    lavapipe the device is the same CPU: while it executes, its threads compete with the
-    recording thread for the cores and caches, which inflates even the thread CPU time; the
-    held figure is the host overhead proper.
+    lavapipe the device is the same CPU, so each figure has a bias: while the device executes,
+    its threads compete with the recording thread for the cores and caches; while it is held,
+    the driver's command buffer keeps growing (fresh pages for every few thousand commands).
 
 --gpu (chosen automatically when CUDA is present and --quick is not given): GPU-sized
 problems against CUDA PyTorch on the same GPU: GEMM 1024..8192 in float32 / float16 /
