@@ -505,3 +505,20 @@ def test_row_region_that_would_close_a_cycle_is_fused_without_row_kernels(strict
     assert counts.row_kernels == 0 and counts.reductions == 1
     x = make((3, 4), torch.float32)
     assert_close(fused(x.to(VK)).cpu(), torch.softmax(x, -1), atol=1e-6, rtol=1e-5)
+
+
+def test_few_very_long_rows_run_the_eager_kernels(strict_native):
+    # One workgroup per row would leave a GPU idle for a full reduction of a large tensor:
+    # such geometries run the group's ops and the eager (split) reduction kernel instead.
+    from torch_vk.compiler.reduction import LONG_ROW, MIN_ROWS_FOR_LONG_ROWS
+    torch.manual_seed(0)
+    x = torch.randn(LONG_ROW + 5, device=VK)
+    out, eager, compiled = _compiled_matches_eager(lambda t: (t * 2.0).abs().sum(), x)
+    assert compiled == eager  # mul, abs, sum as eager kernels
+    rows = torch.randn(2, LONG_ROW + 5, device=VK)
+    out, eager, compiled = _compiled_matches_eager(softmax, rows)
+    assert compiled == eager
+    # Enough rows: one kernel again (rows of a few elements keep the test small).
+    many = torch.randn(MIN_ROWS_FOR_LONG_ROWS, 8, device=VK)
+    out, eager, compiled = _compiled_matches_eager(lambda t: (t * 2.0).abs().sum(-1), many)
+    assert compiled == 1

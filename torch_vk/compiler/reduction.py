@@ -39,6 +39,17 @@ aten = torch.ops.aten
 
 MAX_WORKGROUP = 256
 MIN_WORKGROUP = 32
+# One workgroup reduces a whole row, so a few very long rows (a full reduction of a large
+# tensor) would leave all but a few compute units idle: such geometries run the eager ops,
+# whose reduction kernel splits long rows over many workgroups.
+LONG_ROW = 1 << 16
+MIN_ROWS_FOR_LONG_ROWS = 64
+
+
+def too_few_rows(rows: int, reduced: int) -> bool:
+    """True when `rows` rows of `reduced` elements are too few, too long rows for one
+    workgroup per row (see LONG_ROW)."""
+    return reduced > LONG_ROW and rows < MIN_ROWS_FOR_LONG_ROWS
 
 _FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -296,6 +307,8 @@ class ReductionKernel:
             return _Variant(0, 0, 0, out_strides)  # nothing to compute or store
         if reduced == 0 and self.op != "sum":
             return _Variant(-1, 0, 0, out_strides)  # eager amax / amin raise on empty rows
+        if too_few_rows(rows, reduced):
+            return _Variant(-1, 0, 0, out_strides)
         strides = [list(s) for s in out_strides]
         strides += [_broadcast_strides(t.shape, t.stride(), shape) for t in tensors]
         numel = rows * reduced

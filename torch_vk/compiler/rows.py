@@ -34,7 +34,7 @@ from torch_vk.compiler import glsl
 from torch_vk.compiler.kernel import (MAX_GROUPS, _broadcast_strides, _dump_source, _native,
                                       _output_strides)
 from torch_vk.compiler.reduction import (_COMBINE, _IDENTITY, ReductionPlan, _static,
-                                         _workgroup_for, plan_of)
+                                         _workgroup_for, plan_of, too_few_rows)
 
 
 @dataclass
@@ -336,6 +336,8 @@ class RowKernel:
             return _Variant(0, 0, 0, out_strides)  # nothing to compute or store
         if reduced == 0 and any(plan.op != "sum" for plan, _, _ in self.passes):
             return _Variant(-1, 0, 0, out_strides)  # eager amax / amin raise on empty rows
+        if too_few_rows(rows, reduced):
+            return _Variant(-1, 0, 0, out_strides)
         strides = [_broadcast_strides(ms, st, shape)
                    for (ms, _), st in zip(self.pointwise_meta, out_strides)]
         strides += [_broadcast_strides(t.shape, t.stride(), shape) for t in tensors]
