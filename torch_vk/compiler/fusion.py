@@ -36,7 +36,7 @@ import torch
 import torch.fx
 
 from torch_vk.compiler import glsl, reduction, rows
-from torch_vk.compiler.kernel import FusedKernel, GemmEpilogueKernel
+from torch_vk.compiler.kernel import FusedKernel, GemmEpilogueKernel, eager_runner
 from torch_vk.compiler.pointwise import PointwiseCall, lower
 
 
@@ -424,7 +424,7 @@ def _build_reduction_kernel(group: Group, calls: dict, op_table: dict, index: in
     name = _kernel_name("reduce", group, calls, index) + ("_mean" if plan.mean else f"_{plan.op}")
     kernel = reduction.ReductionKernel(
         name, program, step_index[plan.value], plan, out_meta,
-        reduction.eager_runner(group.nodes, inputs, outputs, plan))
+        reduction.reduction_eager_runner(group.nodes, inputs, outputs, plan))
     return kernel, inputs, outputs + [plan.node]
 
 
@@ -444,30 +444,14 @@ def _build_kernel(group: Group, calls: dict, op_table: dict, index: int,
             product.meta["val"].dtype, epilogue.store_product,
             _epilogue_eager_runner(epilogue, group.nodes, inputs, outputs))
         return kernel, inputs, outputs
-    fallback = _eager_runner(group.nodes, inputs, outputs)
+    fallback = eager_runner(group.nodes, inputs, outputs)
     kernel = FusedKernel(name, program, out_meta, fallback, out_into)
     return kernel, inputs, outputs
 
 
-def _eager_runner(nodes, inputs, outputs):
-    """Runs the group's ATen calls one by one (geometries the generated kernel does not cover)."""
-
-    def run(*tensors):
-        env = dict(zip(inputs, tensors))
-
-        def load(arg):
-            return torch.fx.node.map_arg(arg, lambda n: env[n])
-
-        for node in nodes:
-            env[node] = node.target(*load(node.args), **load(node.kwargs))
-        return tuple(env[n] for n in outputs)
-
-    return run
-
-
 def _epilogue_eager_runner(epilogue: Epilogue, nodes, inputs, outputs):
     """GemmEpilogueKernel's fallback: the product and the group's ATen calls one by one."""
-    group = _eager_runner(nodes, inputs, outputs)
+    group = eager_runner(nodes, inputs, outputs)
     product, value = epilogue.product, epilogue.value
     slot = inputs.index(value)
 

@@ -64,6 +64,33 @@ def _dump_source(file_name: str, source: str) -> None:
             f.write(source)
 
 
+def variant_for(variants: dict, tensors: Sequence[torch.Tensor], specialise: Callable) -> Any:
+    """The kernel variant for the tensors' geometry (shapes and strides), specialised on first
+    use and memoized in `variants`."""
+    key = tuple((t.shape, t.stride()) for t in tensors)
+    variant = variants.get(key)
+    if variant is None:
+        variant = variants[key] = specialise(tensors)
+    return variant
+
+
+def eager_runner(nodes, inputs, outputs):
+    """Runs fused nodes' ATen calls one by one (geometries a generated kernel does not cover):
+    a callable taking the values of `inputs` and returning those of `outputs`."""
+
+    def run(*tensors):
+        env = dict(zip(inputs, tensors))
+
+        def load(arg):
+            return torch.fx.node.map_arg(arg, lambda n: env[n])
+
+        for node in nodes:
+            env[node] = node.target(*load(node.args), **load(node.kwargs))
+        return tuple(env[n] for n in outputs)
+
+    return run
+
+
 def _broadcast_strides(shape: Sequence[int], stride: Sequence[int], target: Sequence[int]):
     """Strides of a tensor of `shape` broadcast to `target` (0 in expanded dims)."""
     pad = len(target) - len(shape)
@@ -97,11 +124,7 @@ class FusedKernel:
 
     def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         tensors = [inputs[j] for j in self.tensor_inputs]
-        key = tuple((t.shape, t.stride()) for t in tensors)
-        variant = self.variants.get(key)
-        if variant is None:
-            variant = self._specialise(tensors)
-            self.variants[key] = variant
+        variant = variant_for(self.variants, tensors, self._specialise)
         if variant.kernel_id < 0:
             return self._store_into_inputs(inputs, self.fallback(*inputs))
         device = tensors[0].device
