@@ -448,6 +448,34 @@ def test_replayed_outputs_kept_by_the_caller_keep_their_values(strict_native):
         assert_close(view, ref[1:, ::2], atol=1e-6, rtol=1e-6)
 
 
+def test_replayed_outputs_outlive_the_compiled_graph(strict_native):
+    # A replayed call hands out views of the graph's memory pool: dropping the compiled code
+    # (Dynamo's cache reset, the compiled function garbage-collected) must not leave them
+    # pointing at freed or reused memory.
+    import gc
+
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(8, 8).to(VK)
+    x = torch.randn(4, 8, device=VK)
+    with torch.no_grad():
+        expected = torch.tanh(lin(x)) * 2.0
+        run = torch.compile(lambda t: torch.tanh(lin(t)) * 2.0)
+        before = torch_vk.compiler.stats()["replays"]
+        outs = [run(x) for _ in range(4)]
+        assert torch_vk.compiler.stats()["replays"] > before
+        view = outs[-1][:, 1:]
+        del run
+        torch._dynamo.reset()
+        gc.collect()
+        torch.vk.empty_cache()  # the pool's memory goes back to the driver
+        # New allocations may take the freed pool's memory; the outputs must keep their values.
+        noise = [torch.full((4, 8), 7.0, device=VK) for _ in range(8)]
+    for out in outs:
+        assert_close(out, expected, atol=1e-6, rtol=1e-6)
+    assert_close(view, expected[:, 1:], atol=1e-6, rtol=1e-6)
+    assert all(bool((n == 7.0).all()) for n in noise)
+
+
 def test_replay_on_another_stream_or_with_a_moved_parameter_runs_correctly(strict_native):
     torch.manual_seed(0)
     lin = torch.nn.Linear(8, 8).to(VK)

@@ -49,13 +49,14 @@ bool is_alias_output(const at::Tensor& t) {
   return t.has_storage() && t.storage().data_ptr().get_deleter() == &keep_memory;
 }
 
-void detach_storage(c10::StorageImpl* impl) {
+// Gives `impl` a fresh copy of its memory, the copy recorded on `stream` (the graph's stream,
+// which orders it before any reuse of the pool block).
+void detach_storage(c10::StorageImpl* impl, tvk::Stream& stream) {
   TORCH_CHECK(impl != nullptr, "detach_storage: null storage");
   const size_t bytes = impl->nbytes();
   c10::DataPtr fresh = device_allocator()->allocate(bytes);
   if (bytes > 0) {
     const c10::DeviceGuard guard(impl->device());
-    tvk::Stream& stream = current_stream(impl->device().index());
     const auto src = reinterpret_cast<uint64_t>(impl->data());
     const auto dst = reinterpret_cast<uint64_t>(fresh.get());
     translate_errors([&] { stream.copy(src, dst, bytes); });
@@ -73,7 +74,8 @@ void detach_storage(c10::StorageImpl* impl) {
 // kCaptureAgain when an argument is not a tensor, has other sizes or strides, or (read in
 // place) moved. Otherwise it copies each own-buffer input from its argument, gives every alias
 // handed out by the previous call that is still alive its own memory (detach_storage), records
-// the graph's commands, and returns the outputs as a list. Copies made before a mismatch is
+// the graph's commands, and returns the outputs as a list. Aliases still alive when the replayer
+// is destroyed get their own memory too. Copies made before a mismatch is
 // found are harmless: those buffers belong to the graph that is then dropped. Everything is
 // recorded on the current stream; nothing waits.
 class Replayer {
@@ -100,6 +102,18 @@ class Replayer {
       outputs_.push_back(std::move(out));
     }
   }
+
+  // Aliases still alive outlive the graph's pool (a compiled function dropped, Dynamo's cache
+  // reset): they get their own memory first. Errors cannot leave a destructor; the device
+  // reports them at the next synchronization.
+  ~Replayer() {
+    try {
+      detach_handed_out();
+    } catch (...) {
+    }
+  }
+  Replayer(const Replayer&) = delete;
+  Replayer& operator=(const Replayer&) = delete;
 
   py::object call(const py::tuple& args) {
     tvk::Stream& stream = current_stream();
@@ -131,7 +145,7 @@ class Replayer {
   // Aliases of the previous call still alive get their own memory (before the pool changes).
   void detach_handed_out() {
     for (auto& weak : handed_out_)
-      if (auto storage = weak.lock()) detach_storage(storage.get());
+      if (auto storage = weak.lock()) detach_storage(storage.get(), *graph_->stream());
     handed_out_.clear();
   }
 
