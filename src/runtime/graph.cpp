@@ -31,6 +31,12 @@ CapturedGraph::~CapturedGraph() {
     } catch (...) {
     }
   }
+  if (commands_buffer_ != VK_NULL_HANDLE) {
+    try {
+      stream_->release_command_buffer_after(commands_buffer_, last_point_);
+    } catch (...) {
+    }
+  }
   try {
     stream_->device().allocator().release_graph_pool(pool_id_);
   } catch (...) {

@@ -1,8 +1,10 @@
 // L1: captured command graphs (like CUDA graphs). A stream that captures into a CapturedGraph
 // executes its commands exactly as usual (the capture run produces correct results) and also
-// appends them to the graph; replay() later records the same commands again -- same pipelines,
+// appends them to the graph; replay() later runs the same commands again -- same pipelines,
 // same push-constant bytes, same buffers and offsets -- in one call, with no per-op work above
-// L1.
+// L1. The commands are recorded once, at the first replay, into a secondary command buffer of
+// the capture stream (simultaneous use); every replay records one vkCmdExecuteCommands, so its
+// host cost does not grow with the graph.
 //
 // Capture (Stream::begin_capture / end_capture, see stream.h):
 //   captured      dispatch, copy, fill (the resolved VkBuffer + offset of both ends);
@@ -75,7 +77,8 @@ class CapturedGraph {
   CapturedGraph(const CapturedGraph&) = delete;
   CapturedGraph& operator=(const CapturedGraph&) = delete;
 
-  // Records every captured command again, in order, on `stream`. Never waits. Throws
+  // Runs every captured command again, in order, on `stream` (one execute-commands command
+  // after the first replay). Never waits. Throws
   // std::invalid_argument when `stream` is not the capture stream, std::logic_error when the
   // graph was never captured or its capture has not ended, std::runtime_error when it is
   // invalid or when `stream` is capturing (graphs do not nest).
@@ -119,6 +122,9 @@ class CapturedGraph {
   // Timeline point of `stream_` after the capture / the last replay: the graph's memory may be
   // released once it completed.
   uint64_t last_point_ = 0;
+  // The captured commands as a secondary command buffer of stream_'s pool (recorded by the
+  // first replay; freed by the stream once last_point_ completed).
+  VkCommandBuffer commands_buffer_ = VK_NULL_HANDLE;
 };
 
 }  // namespace tvk

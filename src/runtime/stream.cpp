@@ -170,6 +170,8 @@ struct Stream::Impl {
   std::atomic<CapturedGraph*> capture{nullptr};
   // Memory of destroyed graphs, released once the timeline reached the value.
   std::vector<std::pair<uint64_t, RawBuffer>> deferred_release;
+  // Secondary command buffers of released graphs, freed once their point completed.
+  std::vector<std::pair<uint64_t, VkCommandBuffer>> deferred_secondaries;
 
   Impl(Device& d, VkSemaphore t) : device(d), counters(Runtime::get().counters()), timeline(t) {}
 
@@ -186,6 +188,7 @@ struct Stream::Impl {
     params.recycle(device, done);
     staging.recycle(device, done);
     release_deferred(done);
+    release_secondaries(done);
     size_t keep = 0;
     for (size_t i = 0; i < in_flight.size(); ++i) {
       if (in_flight[i].first <= done) {
@@ -331,30 +334,66 @@ struct Stream::Impl {
     }
   }
 
-  // Records one captured command again (CapturedGraph::replay, which counts dispatches and
-  // transfers once per replay).
-  void replay_command(const GraphCommand& c) {
-    pre_command();
-    switch (c.kind) {
-      case GraphCommand::Kind::Dispatch:
-        if (bound != c.pipeline) {
-          vk::vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, c.pipeline);
-          bound = c.pipeline;
+  // The captured commands as a secondary command buffer (simultaneous use: replays may be
+  // pending while the next one is recorded), with the same barriers between commands as when
+  // they were first recorded.
+  VkCommandBuffer record_secondary(const std::vector<GraphCommand>& commands) {
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = pool;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_SECONDARY;
+    ai.commandBufferCount = 1;
+    VkCommandBuffer sec = VK_NULL_HANDLE;
+    TVK_VK_CHECK_DEV(vk::vkAllocateCommandBuffers(device.handle(), &ai, &sec), device.index());
+    VkCommandBufferInheritanceInfo inherit{VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO};
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    bi.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
+    bi.pInheritanceInfo = &inherit;
+    VkResult result = vk::vkBeginCommandBuffer(sec, &bi);
+    if (result == VK_SUCCESS) {
+      VkPipeline sec_bound = VK_NULL_HANDLE;
+      bool first = true;
+      for (const GraphCommand& c : commands) {
+        if (!first) record_barrier(sec);
+        first = false;
+        switch (c.kind) {
+          case GraphCommand::Kind::Dispatch:
+            if (sec_bound != c.pipeline) {
+              vk::vkCmdBindPipeline(sec, VK_PIPELINE_BIND_POINT_COMPUTE, c.pipeline);
+              sec_bound = c.pipeline;
+            }
+            if (c.push_size > 0)
+              vk::vkCmdPushConstants(sec, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, c.push_size,
+                                     c.push);
+            vk::vkCmdDispatch(sec, c.groups[0], c.groups[1], c.groups[2]);
+            break;
+          case GraphCommand::Kind::Copy: {
+            VkBufferCopy region{c.src_offset, c.dst_offset, c.bytes};
+            vk::vkCmdCopyBuffer(sec, c.src, c.dst, 1, &region);
+            break;
+          }
+          case GraphCommand::Kind::Fill:
+            vk::vkCmdFillBuffer(sec, c.dst, c.dst_offset, c.bytes, c.pattern);
+            break;
         }
-        if (c.push_size > 0)
-          vk::vkCmdPushConstants(cb, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, c.push_size, c.push);
-        vk::vkCmdDispatch(cb, c.groups[0], c.groups[1], c.groups[2]);
-        break;
-      case GraphCommand::Kind::Copy: {
-        VkBufferCopy region{c.src_offset, c.dst_offset, c.bytes};
-        vk::vkCmdCopyBuffer(cb, c.src, c.dst, 1, &region);
-        break;
       }
-      case GraphCommand::Kind::Fill:
-        vk::vkCmdFillBuffer(cb, c.dst, c.dst_offset, c.bytes, c.pattern);
-        break;
+      result = vk::vkEndCommandBuffer(sec);
     }
-    post_command();
+    if (result != VK_SUCCESS) {
+      vk::vkFreeCommandBuffers(device.handle(), pool, 1, &sec);
+      TVK_VK_CHECK_DEV(result, device.index());
+    }
+    return sec;
+  }
+
+  void release_secondaries(uint64_t done) {
+    size_t keep = 0;
+    for (size_t i = 0; i < deferred_secondaries.size(); ++i) {
+      if (deferred_secondaries[i].first <= done)
+        vk::vkFreeCommandBuffers(device.handle(), pool, 1, &deferred_secondaries[i].second);
+      else
+        deferred_secondaries[keep++] = deferred_secondaries[i];
+    }
+    deferred_secondaries.resize(keep);
   }
 };
 
@@ -803,14 +842,23 @@ bool Stream::capturing() const { return impl_->capture.load(std::memory_order_ac
 
 CapturedGraph* Stream::capture_graph() const { return impl_->capture.load(std::memory_order_acquire); }
 
-uint64_t Stream::record_graph(const CapturedGraph& graph) {
+uint64_t Stream::record_graph(CapturedGraph& graph) {
   Impl& s = *impl_;
   std::lock_guard<std::mutex> lock(s.mutex);
-  uint64_t dispatches = 0;
-  for (const GraphCommand& c : graph.commands()) {
-    s.replay_command(c);
-    dispatches += c.kind == GraphCommand::Kind::Dispatch;
+  const std::vector<GraphCommand>& commands = graph.commands();
+  if (!commands.empty()) {
+    if (graph.commands_buffer_ == VK_NULL_HANDLE)
+      graph.commands_buffer_ = s.record_secondary(commands);
+    s.pre_command();
+    vk::vkCmdExecuteCommands(s.cb, 1, &graph.commands_buffer_);
+    s.bound = VK_NULL_HANDLE;  // the primary's bound state is undefined after the secondary
+    s.cb_has_commands = true;
+    s.dirty = true;
+    s.commands_in_batch += static_cast<uint32_t>(commands.size());
+    if (s.commands_in_batch >= s.batch_limit) s.submit();
   }
+  uint64_t dispatches = 0;
+  for (const GraphCommand& c : commands) dispatches += c.kind == GraphCommand::Kind::Dispatch;
   s.counters.dispatches.fetch_add(dispatches, std::memory_order_relaxed);
   s.counters.transfers.fetch_add(graph.commands().size() - dispatches, std::memory_order_relaxed);
   return s.submitted + (s.dirty ? 1 : 0);
@@ -821,6 +869,13 @@ void Stream::release_after(const RawBuffer& buffer, uint64_t point) {
   std::lock_guard<std::mutex> lock(s.mutex);
   s.deferred_release.emplace_back(point, buffer);
   s.release_deferred(s.completed());
+}
+
+void Stream::release_command_buffer_after(VkCommandBuffer buffer, uint64_t point) {
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.deferred_secondaries.emplace_back(point, buffer);
+  s.release_secondaries(s.completed());
 }
 
 // ---------------------------------------------------------------------------------------------

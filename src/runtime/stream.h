@@ -108,11 +108,15 @@ class Stream {
   bool capturing() const;
   // The graph being captured, or null.
   CapturedGraph* capture_graph() const;
-  // Records the commands of `graph` (used by CapturedGraph::replay, which checks the stream);
-  // returns the point that is reached when they completed.
-  uint64_t record_graph(const CapturedGraph& graph);
+  // Records the commands of `graph` (used by CapturedGraph::replay, which checks the stream):
+  // one vkCmdExecuteCommands of the graph's secondary command buffer, recorded from the captured
+  // commands on the first call. Returns the point that is reached when they completed.
+  uint64_t record_graph(CapturedGraph& graph);
   // Destroys `buffer` once the timeline reached `point` (graph memory outliving its graph).
   void release_after(const RawBuffer& buffer, uint64_t point);
+  // Frees `buffer` (a secondary command buffer of this stream's pool) once the timeline
+  // reached `point`.
+  void release_command_buffer_after(VkCommandBuffer buffer, uint64_t point);
 
   // Timestamp support for events: writes a timestamp after all prior work and returns the
   // query slot; read it with read_timestamp_ns() after the slot's point completed.

@@ -71,6 +71,7 @@
   X(vkCmdBindPipeline)                      \
   X(vkCmdPushConstants)                     \
   X(vkCmdDispatch)                          \
+  X(vkCmdExecuteCommands)                   \
   X(vkCmdPipelineBarrier)                   \
   X(vkCmdCopyBuffer)                        \
   X(vkCmdFillBuffer)                        \

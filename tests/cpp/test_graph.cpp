@@ -361,6 +361,42 @@ TEST_F(Graph, ThousandReplays) {
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], xv[i] * (kReplays + 1)) << i;
 }
 
+// Replays run as one secondary command buffer: eager commands around them must find their own
+// pipeline and push constants again (the primary's bound state is undefined after it), and a
+// graph destroyed while replays are pending frees its command buffer only once they completed.
+TEST_F(Graph, EagerCommandsAroundReplaysAndGraphDestroyedWhilePending) {
+  Stream& s = dev().stream(0);
+  constexpr int64_t n = 256;
+  F32 x(s, n), y(s, n);
+  std::vector<float> xv(n);
+  for (int64_t i = 0; i < n; ++i) xv[i] = static_cast<float>(i % 5) + 1.0f;
+  x.upload(xv);
+  y.upload(std::vector<float>(n, 0.0f));
+  s.synchronize();
+  auto g = std::make_unique<CapturedGraph>();
+  s.begin_capture(*g);
+  binary(s, "add", y.address, y.address, x.address, n, 1.0);  // y += x
+  binary(s, "mul", y.address, y.address, x.address, n);       // y *= x
+  s.end_capture();  // capture run: y = x * x
+  binary(s, "mul", y.address, y.address, x.address, n);       // eager, same pipeline: y = x^3
+  g->replay(s);                                                // y = (x^3 + x) * x
+  binary(s, "add", y.address, y.address, x.address, n, 1.0);  // eager after the replay
+  g->replay(s);
+  g.reset();  // replays still pending
+  binary(s, "add", y.address, y.address, x.address, n, 2.0);  // y += 2x
+  s.synchronize();
+  std::vector<float> got = y.download();
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = xv[i];
+    double want = v * v * v;
+    want = (want + v) * v;
+    want = want + v;
+    want = (want + v) * v;
+    want = want + 2.0 * v;
+    ASSERT_EQ(got[i], static_cast<float>(want)) << i;
+  }
+}
+
 TEST_F(Graph, DeviceErrorsAreReportedAfterReplay) {
   Stream& s = dev().stream(0);
   constexpr int64_t n = 8;

@@ -1,0 +1,81 @@
+"""Cost of the ways a kernel can read memory on the current Vulkan device, per lane.
+
+Each variant is a generated kernel (torch_vk._C._compile_kernel) whose invocations each run a
+loop of K reads and accumulate them; the time per (invocation, iteration) is reported beside a
+loop of FMAs (no memory access) measured in the same run. On a CPU driver such as lavapipe the
+invocations of a subgroup are the SIMD lanes of one core, so these numbers say which access
+patterns a kernel for such devices should avoid (docs/ARCHITECTURE.md, the GEMM `lanes`
+algorithm). On a GPU the numbers are dominated by launch overhead and mean little.
+
+    python benchmarks/bench_loads.py [--iterations K]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+import torch_vk
+
+HEADER = """#version 460
+#extension GL_GOOGLE_include_directive : require
+#define KIND 0
+#include "common.glsl"
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+layout(local_size_x_id = 0) in;
+layout(push_constant) uniform Push { uint64_t addr[2]; } pc;
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer Floats { float v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer Vec4s { vec4 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer Words { uint64_t v[]; };
+shared float shared_floats[4096];
+"""
+
+# name -> loop body; `lane` is the invocation's index in its workgroup, `acc` the float result.
+VARIANTS = {
+    "fma (no memory access)": "float y = float(lane); for (int k = 0; k < K; ++k) acc = fma(acc, 0.999, y);",
+    "float32, address per lane": "Floats x = Floats(pc.addr[1]); for (int k = 0; k < K; ++k) acc += x.v[(k * 8 + lane) & 4095];",
+    "float32, same address in all lanes": "Floats x = Floats(pc.addr[1]); for (int k = 0; k < K; ++k) acc += x.v[k & 4095];",
+    "64-bit word, address per lane": "Words x = Words(pc.addr[1]); for (int k = 0; k < K; ++k) acc += uintBitsToFloat(uint(x.v[(k * 8 + lane) & 2047]));",
+    "vec4, address per lane": "Vec4s x = Vec4s(pc.addr[1]); for (int k = 0; k < K; ++k) { vec4 w = x.v[(k * 8 + lane) & 1023]; acc += w.x + w.y + w.z + w.w; }",
+    "shared memory float32, index per lane": "for (int i = lane; i < 4096; i += 8) shared_floats[i] = Floats(pc.addr[1]).v[i]; barrier(); for (int k = 0; k < K; ++k) acc += shared_floats[(k * 8 + lane) & 4095];",
+    "subgroup shuffle": "float r = Floats(pc.addr[1]).v[lane]; for (int k = 0; k < K; ++k) acc += subgroupShuffle(r, uint((k + lane) & 7));",
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=4096, help="reads per invocation")
+    parser.add_argument("--groups", type=int, default=64, help="workgroups of 8 invocations")
+    args = parser.parse_args()
+    native = torch_vk._C
+    x = torch.randn(4096, device="vk")
+    out = torch.zeros(args.groups * 8, device="vk")
+    print(f"device: {torch.vk.get_device_name()}; {args.groups} workgroups of 8 invocations, "
+          f"{args.iterations} iterations each")
+    print(f"| access | ms | ns per invocation and iteration |")
+    print(f"|---|---:|---:|")
+    for name, body in VARIANTS.items():
+        source = (HEADER + f"const int K = {args.iterations};\n"
+                  "void main() {\n  int lane = int(gl_LocalInvocationID.x);\n  float acc = 0.0;\n  "
+                  + body + "\n  Floats(pc.addr[0]).v[gl_GlobalInvocationID.x] = acc;\n}\n")
+        kernel = native._compile_kernel(source, "bench_loads")
+
+        def launch() -> None:
+            native._launch_kernel(kernel, [out, x], [], [], args.groups, 8)
+
+        launch()
+        torch.vk.synchronize()
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            for _ in range(3):
+                launch()
+            torch.vk.synchronize()
+            best = min(best, (time.perf_counter() - start) / 3)
+        per = best * 1e9 / (args.groups * 8 * args.iterations)
+        print(f"| {name} | {best * 1e3:.2f} | {per:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
