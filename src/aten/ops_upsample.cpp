@@ -327,9 +327,16 @@ at::Tensor& upsample_linear1d_backward_out(const at::Tensor& grad, c10::SymIntAr
   return out;
 }
 
-// Bilinear / bicubic 2-d forward (floating types).
+// Bilinear / bicubic 2-d forward: floating types through `upsample`, uint8 (the CPU's int16
+// weights path) through `resample`.
 void interp2d_forward(UpsampleMode mode, const at::Tensor& self, const at::Tensor& out, bool align,
                       Scale h, Scale w, const char* name) {
+  if (self.scalar_type() == at::kByte) {
+    vk_dtype(at::kByte, name);
+    const ResampleFilter filter = mode == UpsampleMode::Cubic ? ResampleFilter::Cubic : ResampleFilter::Linear;
+    launch_resample(filter, false, false, self, out, align, h, w, name);
+    return;
+  }
   check_dtype(self, false, name);
   launch_upsample(mode, false, 2, self, out, align, scales3({}, h, w), name);
 }

@@ -1,5 +1,5 @@
 """Upsampling (F.interpolate) against PyTorch's CPU: nearest, nearest-exact, linear, bilinear,
-bicubic and trilinear, anti-aliased bilinear / bicubic,
+bicubic and trilinear, anti-aliased bilinear / bicubic, uint8 bilinear / bicubic (bit-exact),
 forward and autograd backward, with sizes or scale factors, align_corners, layouts, dtypes,
 empty batches and bad arguments."""
 import pytest
@@ -174,6 +174,48 @@ def test_antialias_bad_input():
     check(lambda a: F.interpolate(a, size=(3, 2), mode="bicubic", antialias=True), x[0])
     with pytest.raises(NotImplementedError, match="compute_index_ranges_weights"):
         F.interpolate(x.half().to("vk"), size=(3, 2), mode="bilinear", antialias=True)
+
+
+UINT8_CASES = [  # size, scale_factor
+    ((3, 4), None), ((7, 9), None), ((2, 13), None), ((5, 6), None), ((12, 2), None),
+    ((20, 25), None), (None, 0.45), (None, (1.7, 0.6)), (None, 3),
+]
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("antialias", [False, True])
+@pytest.mark.parametrize("case", UINT8_CASES, ids=str)
+def test_uint8_bilinear_bicubic(case, antialias, mode):
+    """uint8 results equal the CPU's exactly (its int16 weights, rounding and clamping), for
+    3 channels (the CPU's AVX kernel) and 5 (its generic one), both layouts."""
+    size, scale = case
+    for channels in (3, 5):
+        x = make((2, channels, 5, 6), torch.uint8, low=0, high=25.5)
+        for align in (False, True):
+            fn = lambda a: F.interpolate(a, size=size, scale_factor=scale, mode=mode,
+                                         align_corners=align, antialias=antialias)
+            check(fn, x, atol=0, rtol=0)
+            check(lambda a: fn(channels_last(a)), x, atol=0, rtol=0)
+
+
+def test_uint8_layouts_and_direct_ops():
+    x = make((2, 4, 6, 7), torch.uint8, low=0, high=25.5)
+    for _, layout in layouts(x):
+        check(lambda a: F.interpolate(layout(a), size=(4, 11), mode="bilinear"), x, atol=0, rtol=0)
+        check(lambda a: F.interpolate(layout(a), size=(9, 3), mode="bicubic", antialias=True), x,
+              atol=0, rtol=0)
+    check(lambda a: torch.ops.aten.upsample_bicubic2d(a, [9, 5], False, 2.5, 0.5), x, atol=0, rtol=0)
+    check(lambda a: torch.ops.aten.upsample_bilinear2d.out(a, [3, 14], True, None, None,
+                                                           out=torch.empty(0, dtype=torch.uint8, device=a.device)),
+          x, atol=0, rtol=0)
+    check(lambda a: torch.ops.aten.upsample_bilinear2d(a, [6, 7], False, None, None), x, atol=0, rtol=0)
+    check(lambda a: F.interpolate(a, size=(5, 6), mode="bicubic"), torch.empty(0, 3, 4, 5, dtype=torch.uint8))
+    # saturated values: overshoot of the cubic filter is clamped to [0, 255]
+    sharp = torch.zeros(1, 3, 6, 6, dtype=torch.uint8)
+    sharp[..., ::2, :] = 255
+    for aa in (False, True):
+        check(lambda a: F.interpolate(a, size=(11, 4), mode="bicubic", antialias=aa), sharp, atol=0, rtol=0)
+        check(lambda a: F.interpolate(a, size=(4, 11), mode="bicubic", antialias=aa), sharp, atol=0, rtol=0)
 
 
 def test_3d_modes():
