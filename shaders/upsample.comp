@@ -5,6 +5,9 @@
 //   MODE 1  nearest-exact  src = min(floor((o + 0.5) * scale), in - 1)
 //   MODE 2  linear         two taps per dim (PyTorch's compute_source_index_and_lambda)
 //   MODE 3  cubic          four taps per dim, A = -0.75, clamped to the border
+//   MODE 4  table          one separable pass along one dim with host-computed taps (see
+//                          "Table-driven pass" below): anti-aliased bilinear / bicubic and
+//                          the uint8 bilinear / bicubic of PyTorch's CPU (int16 weights)
 // The interpolation is separable: out[o] = sum over taps of wd * wh * ww * x[taps]. Forward:
 // one invocation per output element. Backward (BACKWARD 1): one invocation per grad_input
 // element i, summing go[o] * wd * wh * ww over the outputs o whose taps include i, in
@@ -34,6 +37,78 @@
 #ifndef MODE
 #define MODE 0
 #endif
+
+#if MODE == 4
+// ---------------------------------------------------------------- table-driven pass
+// The data is viewed as contiguous [outer, len, inner]; the pass maps src [outer, src_len,
+// inner] to dst [outer, dst_len, inner]:
+//   dst[a, d, b] = sum over e in [start[d], start[d + 1]) of w[e] * src[a, index[e], b]
+// summed in table order from 0 (PyTorch's interpolate_aa_single_dim order). The host builds
+// the table (src/kernels/upsample.cpp) exactly as PyTorch's CPU computes its weights; the
+// backward uses the transposed table. KIND 1 (uint8 data, int16 weights scaled by
+// 2^weight_bits): dst = clamp((2^(weight_bits-1) + sum w * src) >> weight_bits, 0, 255) in int32,
+// as PyTorch's basic_loop_aa_horizontal<uint8_t>.
+// ABI (mirrored by ResamplePush in src/kernels/upsample.cpp): weights_addr holds w[E]
+// (float32 / float64 / int32 by kind), index_addr holds start[dst_len + 1] then index[E]
+// (int32). Specialization constants as above.
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const int SPEC_IN_DT = -1;
+layout(constant_id = 2) const int SPEC_OUT_DT = -1;
+
+layout(push_constant) uniform Push {
+  uint64_t src_addr;      //  0
+  uint64_t dst_addr;      //  8
+  uint64_t weights_addr;  // 16
+  uint64_t index_addr;    // 24
+  int outer;              // 32
+  int src_len;            // 36
+  int dst_len;            // 40
+  int inner;              // 44
+  int in_dtype;           // 48
+  int out_dtype;          // 52
+  int weight_bits;        // 56: KIND 1: the weights' fixed-point precision
+  int pad0;               // 60
+} pc;                     // 64 bytes
+
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer IndexTable { int v[]; };
+#if KIND == KIND_FLOAT64
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer WeightTable { double v[]; };
+#elif KIND == KIND_INT32
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer WeightTable { int v[]; };
+#else
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer WeightTable { float v[]; };
+#endif
+
+void main() {
+  const int in_dt = SPEC_IN_DT >= 0 ? SPEC_IN_DT : pc.in_dtype;
+  const int out_dt = SPEC_OUT_DT >= 0 ? SPEC_OUT_DT : pc.out_dtype;
+  IndexTable index = IndexTable(pc.index_addr);
+  WeightTable weights = WeightTable(pc.weights_addr);
+  const uint total = uint(pc.outer) * uint(pc.dst_len) * uint(pc.inner);
+  const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint qu = gl_GlobalInvocationID.x; qu < total; qu += step) {
+    const int q = int(qu);
+    const int b = q % pc.inner;
+    const int r = q / pc.inner;
+    const int d = r % pc.dst_len;
+    const int a = r / pc.dst_len;
+    const int base = a * pc.src_len * pc.inner + b;
+    const int e0 = index.v[d], e1 = index.v[d + 1];
+    const int entries = pc.dst_len + 1;
+#if KIND == KIND_INT32
+    int acc = 1 << (pc.weight_bits - 1);
+    for (int e = e0; e < e1; ++e)
+      acc += weights.v[e] * LOAD_T(pc.src_addr, in_dt, base + index.v[entries + e] * pc.inner);
+    STORE_T(pc.dst_addr, out_dt, q, clamp(acc >> pc.weight_bits, 0, 255));
+#else
+    T acc = T(0);
+    for (int e = e0; e < e1; ++e)
+      acc += weights.v[e] * LOAD_T(pc.src_addr, in_dt, base + index.v[entries + e] * pc.inner);
+    STORE_T(pc.dst_addr, out_dt, q, acc);
+#endif
+  }
+}
+#else  // MODE < 4
 #ifndef BACKWARD
 #define BACKWARD 0
 #endif
@@ -282,3 +357,4 @@ void main() {
 #endif
   }
 }
+#endif  // MODE < 4

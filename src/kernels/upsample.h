@@ -45,3 +45,40 @@ struct Upsample {
 void upsample(Stream& stream, const Upsample& problem);
 
 }  // namespace tvk::kernels
+
+namespace tvk::kernels {
+
+// One pass of separable resampling along one dim, with taps computed on the host the way
+// PyTorch's CPU computes them (aten/src/ATen/native/cpu/UpSampleKernel.cpp,
+// HelperInterpBase::_compute_index_ranges_weights): the anti-aliased bilinear / bicubic
+// modes (PIL's filters: triangle, Keys cubic with a = -0.5; support widened by the scale when
+// downsampling; weights normalized per output) and, for uint8 data, the non-anti-aliased
+// bilinear / bicubic (a = -0.75) taps quantized to int16 (the CPU's uint8 path). The data is
+// contiguous [outer, len, inner]; a 2-d resize is a pass along W (inner = 1 or channels)
+// then one along H.
+enum class ResampleFilter : int32_t { Linear = 0, Cubic = 1 };
+
+struct Resample {
+  ResampleFilter filter = ResampleFilter::Linear;
+  bool antialias = true;       // false: only for UInt8 (the CPU's uint8 bilinear / bicubic)
+  bool align_corners = false;
+  bool transpose = false;      // backward: src = grad_output (out_len), dst = grad_input (in_len)
+  // Float32 (float32 data: weights computed in float, like the CPU), Float64 (float64 data,
+  // double weights) or Int32 (uint8 data: double weights quantized to int16).
+  ComputeKind kind = ComputeKind::Float32;
+  int64_t outer = 1, inner = 1;
+  int64_t in_len = 1, out_len = 1;  // sizes of the resize's input and output along the dim
+  std::optional<double> scale;      // the user's scale factor for the dim (as PyTorch's scales_*)
+  Operand dst;
+  Operand src;
+};
+
+// Records the pass on `stream` (its tap table goes through Stream::upload_params). Nothing
+// is recorded for empty tensors. Throws std::invalid_argument for sizes < 1, operands of the
+// wrong dtype for the kind (Int32: uint8 only; Float32: float32; Float64: float64), Float64
+// without shaderFloat64, a transposed or non-anti-aliased float pass that the CPU does not
+// have (uint8 has no backward; float non-anti-aliased modes use `upsample`), null or
+// misaligned addresses, or 2^31 elements or more.
+void resample(Stream& stream, const Resample& problem);
+
+}  // namespace tvk::kernels

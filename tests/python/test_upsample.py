@@ -1,6 +1,7 @@
 """Upsampling (F.interpolate) against PyTorch's CPU: nearest, nearest-exact, linear, bilinear,
-bicubic and trilinear, forward and autograd backward, with sizes or scale factors,
-align_corners, layouts, dtypes, empty batches and bad arguments."""
+bicubic and trilinear, anti-aliased bilinear / bicubic, uint8 bilinear / bicubic (bit-exact),
+forward and autograd backward, with sizes or scale factors, align_corners, layouts, dtypes,
+empty batches and bad arguments."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -112,6 +113,109 @@ def test_uint8_nearest():
         check(lambda a: F.interpolate(a, scale_factor=2.5, mode=mode), x)
         check(lambda a: F.interpolate(channels_last(a), size=(3, 9), mode=mode), x)
         check(lambda a: F.interpolate(a, size=9, mode=mode), x[0])
+
+
+AA_CASES = [  # size, scale_factor, align_corners
+    ((3, 4), None, False), ((2, 13), None, False), ((7, 9), None, True), ((1, 1), None, False),
+    ((5, 2), None, True), ((12, 6), None, False), (None, 0.4, False), (None, (0.3, 1.7), True),
+    (None, 2, False),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("case", AA_CASES, ids=str)
+def test_antialias(case, mode, dtype):
+    size, scale, align = case
+    x = make((2, 3, 5, 6), dtype)
+    fn = lambda a: F.interpolate(a, size=size, scale_factor=scale, mode=mode, align_corners=align,
+                                 antialias=True)
+    compare_grad(fn, x)
+    compare_grad(lambda a: fn(channels_last(a)), x)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_antialias_layouts_and_direct_ops(mode):
+    aa = torch.ops.aten._upsample_bilinear2d_aa if mode == "bilinear" else torch.ops.aten._upsample_bicubic2d_aa
+    aa_backward = (torch.ops.aten._upsample_bilinear2d_aa_backward if mode == "bilinear"
+                   else torch.ops.aten._upsample_bicubic2d_aa_backward)
+    x = make((2, 3, 8, 7), torch.float32)
+    for _, layout in layouts(x):
+        check(lambda a: F.interpolate(layout(a), size=(3, 5), mode=mode, antialias=True), x)
+    check(lambda a: aa.out(a, [3, 10], False, None, None, out=torch.empty(0, device=a.device)), x)
+    # explicit scales that do not match the sizes (the taps use them, as on the CPU)
+    check(lambda a: aa(a, [3, 10], False, 0.25, 1.6), x)
+    check(lambda a: aa(a, [8, 7], False, 0.5, None), x)  # same sizes: the forward copies
+    g = make((2, 3, 3, 10), torch.float32, seed=2)
+    check(lambda gg: aa_backward(gg, [3, 10], [2, 3, 8, 7], False, 0.25, 1.6), g)
+    check(lambda gg: aa_backward(gg, [3, 10], [2, 3, 8, 7], True, None, None), g)
+    check(lambda gg: aa_backward.grad_input(gg, [3, 10], [2, 3, 8, 7], False, None, None,
+                                            grad_input=torch.empty(0, device=gg.device)), g)
+    # empty batch / channels, a large downscale (many taps per output)
+    compare_grad(lambda a: F.interpolate(a, size=(2, 3), mode=mode, antialias=True),
+                 torch.empty(0, 3, 8, 7))
+    check(lambda a: F.interpolate(a, size=(2, 3), mode=mode, antialias=True),
+          torch.empty(2, 0, 8, 7))  # the CPU rejects empty channels
+    compare_grad(lambda a: F.interpolate(a, size=(3, 2), mode=mode, antialias=True),
+                 make((1, 2, 40, 33), torch.float32))
+
+
+def test_antialias_bad_input():
+    x = make((1, 2, 6, 5), torch.float32)
+    for dtype in (torch.float16, torch.bfloat16, torch.int32):
+        check(lambda a: F.interpolate(a, size=(3, 2), mode="bilinear", antialias=True), x.to(dtype))
+        check(lambda a: torch.ops.aten._upsample_bicubic2d_aa(a, [3, 2], False, None, None), x.to(dtype))
+    g = make((1, 2, 3, 2), torch.float32)
+    for dtype in (torch.float16, torch.uint8):
+        check(lambda gg: torch.ops.aten._upsample_bilinear2d_aa_backward(gg, [3, 2], [1, 2, 6, 5], False,
+                                                                         None, None), g.to(dtype))
+    check(lambda a: torch.ops.aten._upsample_bilinear2d_aa(a, [3], False, None, None), x)
+    check(lambda a: torch.ops.aten._upsample_bilinear2d_aa(a, [0, 3], False, None, None), x)
+    check(lambda a: F.interpolate(a, size=(3, 2), mode="bicubic", antialias=True), x[0])
+    with pytest.raises(NotImplementedError, match="compute_index_ranges_weights"):
+        F.interpolate(x.half().to("vk"), size=(3, 2), mode="bilinear", antialias=True)
+
+
+UINT8_CASES = [  # size, scale_factor
+    ((3, 4), None), ((7, 9), None), ((2, 13), None), ((5, 6), None), ((12, 2), None),
+    ((20, 25), None), (None, 0.45), (None, (1.7, 0.6)), (None, 3),
+]
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("antialias", [False, True])
+@pytest.mark.parametrize("case", UINT8_CASES, ids=str)
+def test_uint8_bilinear_bicubic(case, antialias, mode):
+    """uint8 results equal the CPU's exactly (its int16 weights, rounding and clamping), for
+    3 channels (the CPU's AVX kernel) and 5 (its generic one), both layouts."""
+    size, scale = case
+    for channels in (3, 5):
+        x = make((2, channels, 5, 6), torch.uint8, low=0, high=25.5)
+        for align in (False, True):
+            fn = lambda a: F.interpolate(a, size=size, scale_factor=scale, mode=mode,
+                                         align_corners=align, antialias=antialias)
+            check(fn, x, atol=0, rtol=0)
+            check(lambda a: fn(channels_last(a)), x, atol=0, rtol=0)
+
+
+def test_uint8_layouts_and_direct_ops():
+    x = make((2, 4, 6, 7), torch.uint8, low=0, high=25.5)
+    for _, layout in layouts(x):
+        check(lambda a: F.interpolate(layout(a), size=(4, 11), mode="bilinear"), x, atol=0, rtol=0)
+        check(lambda a: F.interpolate(layout(a), size=(9, 3), mode="bicubic", antialias=True), x,
+              atol=0, rtol=0)
+    check(lambda a: torch.ops.aten.upsample_bicubic2d(a, [9, 5], False, 2.5, 0.5), x, atol=0, rtol=0)
+    check(lambda a: torch.ops.aten.upsample_bilinear2d.out(a, [3, 14], True, None, None,
+                                                           out=torch.empty(0, dtype=torch.uint8, device=a.device)),
+          x, atol=0, rtol=0)
+    check(lambda a: torch.ops.aten.upsample_bilinear2d(a, [6, 7], False, None, None), x, atol=0, rtol=0)
+    check(lambda a: F.interpolate(a, size=(5, 6), mode="bicubic"), torch.empty(0, 3, 4, 5, dtype=torch.uint8))
+    # saturated values: overshoot of the cubic filter is clamped to [0, 255]
+    sharp = torch.zeros(1, 3, 6, 6, dtype=torch.uint8)
+    sharp[..., ::2, :] = 255
+    for aa in (False, True):
+        check(lambda a: F.interpolate(a, size=(11, 4), mode="bicubic", antialias=aa), sharp, atol=0, rtol=0)
+        check(lambda a: F.interpolate(a, size=(4, 11), mode="bicubic", antialias=aa), sharp, atol=0, rtol=0)
 
 
 def test_3d_modes():
