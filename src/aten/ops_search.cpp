@@ -2,18 +2,26 @@
 //   _cummax_helper / _cummin_helper (torch.cummax / cummin; PyTorch's cummax_out does the
 //   out= checks, resizing, 0-dim and empty cases and wraps dim before it calls the helper),
 //   _logcumsumexp (functional and out=),
-//   searchsorted (Tensor / Scalar, functional and out=) and bucketize (Tensor / Scalar, out=).
+//   searchsorted (Tensor / Scalar, functional and out=), bucketize (Tensor / Scalar, out=),
+//   isin (Tensor_Tensor / Tensor_Scalar / Scalar_Tensor, functional and out=),
+//   histc (functional and out=).
 // The scans run the scan kernel (src/kernels/scan.h) over a contiguous [outer, dim, inner]
-// view; the searches run one binary search per output element (src/kernels/search.h).
-// Shape, dtype and error checks repeat the CPU's (same exception types and messages).
+// view; the searches run one binary search per output element (src/kernels/search.h): isin
+// sorts the test elements first (src/kernels/sort.h via at::sort) and searches them; histc
+// counts with integer atomics. Shape, dtype and error checks repeat the CPU's (same
+// exception types and messages; PyTorch's own check helpers where the headers have them).
 #include <ATen/ATen.h>
+#include <ATen/native/BucketizationUtils.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/isin_meta.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
 #include "aten/launch.h"
+#include "aten/ops_reduce.h"
 #include "aten/vk_common.h"
 #include "kernels/scan.h"
+#include "kernels/search.h"
 
 namespace tvk::aten {
 namespace {
@@ -95,6 +103,82 @@ at::Tensor logcumsumexp(const at::Tensor& self, int64_t dim) {
   return logcumsumexp_out(self, dim, result);
 }
 
+// ---------------------------------------------------------------- searchsorted / bucketize
+// The CPU's searchsorted_out_cpu: PyTorch's pre-check (which, like the CPU and CUDA, reads the
+// sorter's min / max back to validate it), resize, promotion of input and boundaries to a
+// common dtype, then one binary search per input element.
+at::Tensor& searchsorted_out(const at::Tensor& sorted_sequence, const at::Tensor& self,
+                             bool out_int32, bool right, std::optional<c10::string_view> side,
+                             const std::optional<at::Tensor>& sorter_opt, at::Tensor& result) {
+  const at::Tensor sorter = sorter_opt.has_value() ? *sorter_opt : at::Tensor();
+  at::native::searchsorted_pre_check(sorted_sequence, self, result, out_int32, right, side,
+                                     sorter);
+  at::native::resize_output(result, self.sizes());
+  const bool is_right = side ? *side == "right" : right;
+  if (self.numel() == 0) return result;
+  at::Tensor in, bd, st;
+  at::native::searchsorted_maybe_trim_input_tensors(in, bd, st, self, sorted_sequence, sorter);
+  if (!in.defined()) in = self;
+  if (!bd.defined()) bd = sorted_sequence;
+  if (!st.defined()) st = sorter;
+  if (in.scalar_type() == at::kBool) raise_not_implemented_for("searchsorted_out_cpu", at::kBool);
+  vk_dtype(in.scalar_type(), "searchsorted");
+  const at::Tensor dst = writable(result, result.scalar_type());
+  kernels::SearchSorted p;
+  p.numel = in.numel();
+  p.inner = in.dim() == 0 ? 1 : in.size(-1);
+  p.n = bd.size(-1);
+  p.one_dim = bd.dim() == 1;
+  p.right = is_right;
+  p.in = operand(in, "searchsorted");
+  if (bd.numel() > 0) p.boundaries = operand(bd, "searchsorted");
+  p.boundaries.dtype = vk_dtype(bd.scalar_type(), "searchsorted");
+  if (st.defined() && st.numel() > 0) p.sorter = operand(st, "searchsorted");
+  p.out = operand(dst, "searchsorted");
+  const c10::DeviceGuard guard(self.device());
+  tvk::Stream& stream = current_stream(self.device().index());
+  translate_errors([&] { kernels::search_sorted(stream, p); });
+  copy_back(dst, result);
+  return result;
+}
+
+at::Tensor searchsorted_tensor(const at::Tensor& sorted_sequence, const at::Tensor& self, bool out_int32,
+                        bool right, std::optional<c10::string_view> side,
+                        const std::optional<at::Tensor>& sorter) {
+  at::Tensor result = at::empty({0}, self.options().dtype(out_int32 ? at::kInt : at::kLong));
+  return searchsorted_out(sorted_sequence, self, out_int32, right, side, sorter, result);
+}
+at::Tensor& searchsorted_scalar_out(const at::Tensor& sorted_sequence, const at::Scalar& self,
+                                    bool out_int32, bool right,
+                                    std::optional<c10::string_view> side,
+                                    const std::optional<at::Tensor>& sorter, at::Tensor& result) {
+  const at::Tensor t = at::native::searchsorted_scalar_tensor(self, sorted_sequence.device());
+  return searchsorted_out(sorted_sequence, t, out_int32, right, side, sorter, result);
+}
+at::Tensor searchsorted_scalar(const at::Tensor& sorted_sequence, const at::Scalar& self,
+                               bool out_int32, bool right, std::optional<c10::string_view> side,
+                               const std::optional<at::Tensor>& sorter) {
+  const at::Tensor t = at::native::searchsorted_scalar_tensor(self, sorted_sequence.device());
+  return searchsorted_tensor(sorted_sequence, t, out_int32, right, side, sorter);
+}
+
+at::Tensor& bucketize_out(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32,
+                          bool right, at::Tensor& result) {
+  TORCH_CHECK(boundaries.dim() == 1, "boundaries tensor must be 1 dimension, but got dim(",
+              boundaries.dim(), ")");
+  return searchsorted_out(boundaries, self, out_int32, right, std::nullopt, std::nullopt, result);
+}
+at::Tensor bucketize_tensor(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32,
+                     bool right) {
+  at::Tensor result = at::empty({0}, self.options().dtype(out_int32 ? at::kInt : at::kLong));
+  return bucketize_out(self, boundaries, out_int32, right, result);
+}
+at::Tensor bucketize_scalar(const at::Scalar& self, const at::Tensor& boundaries, bool out_int32,
+                            bool right) {
+  return bucketize_tensor(at::native::searchsorted_scalar_tensor(self, boundaries.device()), boundaries,
+                   out_int32, right);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -102,6 +186,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_cummin_helper", TORCH_FN(cummin_helper));
   m.impl("_logcumsumexp", TORCH_FN(logcumsumexp));
   m.impl("_logcumsumexp.out", TORCH_FN(logcumsumexp_out));
+  m.impl("searchsorted.Tensor", TORCH_FN(searchsorted_tensor));
+  m.impl("searchsorted.Tensor_out", TORCH_FN(searchsorted_out));
+  m.impl("searchsorted.Scalar", TORCH_FN(searchsorted_scalar));
+  m.impl("searchsorted.Scalar_out", TORCH_FN(searchsorted_scalar_out));
+  m.impl("bucketize.Tensor", TORCH_FN(bucketize_tensor));
+  m.impl("bucketize.Tensor_out", TORCH_FN(bucketize_out));
+  m.impl("bucketize.Scalar", TORCH_FN(bucketize_scalar));
 }
 
 }  // namespace tvk::aten

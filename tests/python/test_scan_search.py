@@ -6,7 +6,9 @@ import torch
 
 from helpers import check, layouts, make
 
-pytestmark = pytest.mark.usefixtures("strict_native")
+pytestmark = [pytest.mark.usefixtures("strict_native"),
+              # searchsorted warns (once, like the CPU) about non-contiguous operands.
+              pytest.mark.filterwarnings("ignore:torch.searchsorted.*non-contiguous")]
 
 ALL_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8,
               torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool]
@@ -166,3 +168,95 @@ def test_logcumsumexp_backward(dtype):
     for dim in (0, 1, -1):
         grad_check(lambda a: torch.logcumsumexp(a, dim), x)
     grad_check(lambda a: torch.logcumsumexp(a, 0), make((), dtype))
+
+
+# ---------------------------------------------------------------- searchsorted / bucketize
+SEARCH_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8,
+                 torch.int16, torch.int32, torch.int64, torch.uint8]
+
+
+def sorted_rows(shape, dtype, seed=0):
+    return with_ties(shape, dtype, seed).sort(-1).values if dtype != torch.bool else None
+
+
+@pytest.mark.parametrize("dtype", SEARCH_DTYPES, ids=str)
+def test_searchsorted_dtypes_sides_layouts(dtype):
+    bd1 = sorted_rows((9,), dtype)
+    bdn = sorted_rows((3, 4, 9), dtype, seed=1)
+    values = with_ties((3, 4, 5), dtype, seed=2)
+    for right in (False, True):
+        for out_int32 in (False, True):
+            check(lambda b, v: torch.searchsorted(b, v, right=right, out_int32=out_int32), bd1, values)
+            check(lambda b, v: torch.searchsorted(b, v, right=right, out_int32=out_int32), bdn, values)
+        side = "right" if right else "left"
+        check(lambda b, v: torch.searchsorted(b, v, side=side), bdn, values)
+    for _, layout in layouts(values):
+        check(lambda b, v: torch.searchsorted(b, layout(v)), bd1, values)
+        check(lambda b, v: torch.searchsorted(b, layout(v), right=True), bdn, values)
+    # Non-contiguous boundaries.
+    check(lambda b, v: torch.searchsorted(b.transpose(0, 1).contiguous().transpose(0, 1), v),
+          sorted_rows((3, 9), dtype), with_ties((3, 2), dtype))
+    check(lambda b, v: torch.bucketize(v, b), values, bd1)
+    check(lambda b, v: torch.bucketize(v, b, right=True, out_int32=True), values, bd1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=str)
+def test_searchsorted_sorter(dtype):
+    unsorted = with_ties((3, 4, 9), dtype, seed=4)
+    sorter = unsorted.argsort(dim=-1, stable=True)
+    values = with_ties((3, 4, 5), dtype, seed=5)
+    for right in (False, True):
+        check(lambda b, v, s: torch.searchsorted(b, v, right=right, sorter=s), unsorted, values, sorter)
+    u1 = with_ties((11,), dtype, seed=6)
+    check(lambda b, v, s: torch.searchsorted(b, v, sorter=s), u1, values, u1.argsort(dim=-1, stable=True))
+    # Bad sorters: out of range, wrong dtype, wrong shape.
+    check(lambda b, v, s: torch.searchsorted(b, v, sorter=s), u1, values, torch.arange(11) + 1)
+    check(lambda b, v, s: torch.searchsorted(b, v, sorter=s), u1, values, torch.arange(11).int())
+    check(lambda b, v, s: torch.searchsorted(b, v, sorter=s), u1, values, torch.arange(10))
+
+
+def test_searchsorted_nan_inf_mixed_dtypes_scalars():
+    bd = torch.tensor([-INF, -1.0, 0.0, 0.0, 2.0, INF, NAN, NAN])
+    values = torch.tensor([-INF, -2.0, -0.0, 0.0, 1.0, 2.0, 3.0, INF, NAN])
+    for right in (False, True):
+        check(lambda b, v: torch.searchsorted(b, v, right=right), bd, values)
+        check(lambda b, v: torch.bucketize(v, b, right=right), values, bd)
+    # Promotion to a common dtype (input int, boundaries float and the reverse).
+    check(lambda b, v: torch.searchsorted(b, v), sorted_rows((7,), torch.float32), with_ties((6,), torch.int64))
+    check(lambda b, v: torch.searchsorted(b, v), sorted_rows((7,), torch.int32), make((6,), torch.float16))
+    check(lambda b, v: torch.searchsorted(b, v), sorted_rows((7,), torch.int64), with_ties((6,), torch.bool))
+    # Scalar overloads (int and float scalars promote like binary ops).
+    for scalar in (1, 0.5, -3, True):
+        check(lambda b: torch.searchsorted(b, scalar), sorted_rows((7,), torch.int64))
+        check(lambda b: torch.searchsorted(b, scalar, right=True), sorted_rows((7,), torch.float16))
+        check(lambda b: torch.bucketize(scalar, b), sorted_rows((7,), torch.float32))
+
+
+def test_searchsorted_edges_out_and_errors():
+    bd = sorted_rows((6,), torch.float32)
+    check(lambda b, v: torch.searchsorted(b, v), bd, make((), torch.float32))          # 0-dim value
+    check(lambda b, v: torch.searchsorted(b, v), bd, make((0,), torch.float32))        # empty values
+    check(lambda b, v: torch.searchsorted(b, v), bd, make((2, 0), torch.float32))
+    check(lambda b, v: torch.searchsorted(b, v), make((0,), torch.float32), make((4,), torch.float32))
+    check(lambda b, v: torch.searchsorted(b, v), make((3, 0), torch.float32), make((3, 2), torch.float32))
+    check(lambda b, v: torch.bucketize(v, b), make((0,), torch.float32), make((2, 3), torch.float32))
+
+    def with_out(b, v):
+        out = torch.empty(5, 3, dtype=torch.long, device=v.device).t()      # non-contiguous
+        r = torch.searchsorted(b, v, out=out)
+        out32 = torch.empty(0, dtype=torch.int32, device=v.device)
+        r32 = torch.bucketize(v, b, out_int32=True, out=out32)
+        return r, out, r32, out32
+    check(with_out, bd, make((3, 5), torch.float32))
+    # Errors: bad side, side against right, 0-dim boundaries, leading dims that do not match,
+    # 0-dim value with N-d boundaries, wrong out dtype, bool, 2-D bucketize boundaries.
+    v = make((3, 4), torch.float32)
+    check(lambda b, v: torch.searchsorted(b, v, side="middle"), bd, v)
+    check(lambda b, v: torch.searchsorted(b, v, side="left", right=True), bd, v)
+    check(lambda b, v: torch.searchsorted(b, v), make((), torch.float32), v)
+    check(lambda b, v: torch.searchsorted(b, v), sorted_rows((2, 6), torch.float32), v)
+    check(lambda b, v: torch.searchsorted(b, v), sorted_rows((3, 6), torch.float32), make((), torch.float32))
+    check(lambda b, v: torch.searchsorted(b, v, out=torch.empty(0, dtype=torch.int32, device=v.device)), bd, v)
+    check(lambda b, v: torch.searchsorted(b, v), with_ties((4,), torch.bool).sort().values,
+          with_ties((3,), torch.bool))
+    check(lambda b, v: torch.bucketize(v, b), sorted_rows((2, 6), torch.float32), v)
