@@ -17,6 +17,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <cmath>
+#include <tuple>
+
 #include "aten/launch.h"
 #include "aten/ops_reduce.h"
 #include "aten/vk_common.h"
@@ -179,6 +182,138 @@ at::Tensor bucketize_scalar(const at::Scalar& self, const at::Tensor& boundaries
                    out_int32, right);
 }
 
+// ---------------------------------------------------------------- isin
+// After PyTorch's meta function (dtype checks, bool output shaped like elements): elements and
+// test elements are promoted to their result type, the test elements sorted (native sort:
+// NaN last), and every element searched in them. The result is exact membership, which is
+// what the CPU computes except for its undefined assume_unique=True results on inputs that
+// are not unique (assume_unique is only a speed hint here).
+void isin_into(const at::Tensor& elements, const at::Tensor& test_elements, bool invert,
+               const at::Tensor& out) {
+  if (elements.numel() == 0) return;
+  if (test_elements.numel() == 0) {
+    out.fill_(invert);
+    return;
+  }
+  const at::ScalarType common = at::result_type(elements, test_elements);
+  vk_dtype(common, "isin");
+  const at::Tensor el = elements.to(common).contiguous();
+  const at::Tensor sorted =
+      std::get<0>(at::sort(test_elements.to(common).reshape({-1}), /*stable=*/false, 0, false));
+  const at::Tensor dst = writable(out, at::kBool);
+  kernels::IsIn p;
+  p.numel = el.numel();
+  p.n = sorted.numel();
+  p.invert = invert;
+  p.in = operand(el, "isin");
+  p.sorted_test = operand(sorted, "isin");
+  p.out = operand(dst, "isin");
+  const c10::DeviceGuard guard(elements.device());
+  tvk::Stream& stream = current_stream(elements.device().index());
+  translate_errors([&] { kernels::isin_sorted(stream, p); });
+  copy_back(dst, out);
+}
+
+at::Tensor isin_tt(const at::Tensor& elements, const at::Tensor& test_elements,
+                   bool assume_unique, bool invert) {
+  Structured<at::meta::structured_isin_Tensor_Tensor> s;
+  s.meta(elements, test_elements, assume_unique, invert);
+  isin_into(elements, test_elements, invert, s.outs[0]);
+  return s.outs[0];
+}
+at::Tensor& isin_tt_out(const at::Tensor& elements, const at::Tensor& test_elements,
+                        bool assume_unique, bool invert, at::Tensor& out) {
+  Structured<at::meta::structured_isin_Tensor_Tensor> s(out);
+  s.meta(elements, test_elements, assume_unique, invert);
+  isin_into(elements, test_elements, invert, out);
+  return out;
+}
+// Like the CPU: an element-wise (in)equality with the scalar.
+at::Tensor& isin_ts_out(const at::Tensor& elements, const at::Scalar& test_element,
+                        bool assume_unique, bool invert, at::Tensor& out) {
+  Structured<at::meta::structured_isin_Tensor_Scalar> s(out);
+  s.meta(elements, test_element, assume_unique, invert);
+  return invert ? at::ne_out(out, elements, test_element) : at::eq_out(out, elements, test_element);
+}
+at::Tensor isin_ts(const at::Tensor& elements, const at::Scalar& test_element, bool assume_unique,
+                   bool invert) {
+  Structured<at::meta::structured_isin_Tensor_Scalar> s;
+  s.meta(elements, test_element, assume_unique, invert);
+  at::Tensor out = s.outs[0];
+  return invert ? at::ne_out(out, elements, test_element) : at::eq_out(out, elements, test_element);
+}
+// Like the CPU: the element becomes a wrapped-number tensor on the test elements' device and
+// the Tensor_Tensor overload (whose meta function gives the output its 0-dim shape) runs.
+at::Tensor& isin_st_out(const at::Scalar& element, const at::Tensor& test_elements,
+                        bool assume_unique, bool invert, at::Tensor& out) {
+  Structured<at::meta::structured_isin_Scalar_Tensor> s(out);
+  s.meta(element, test_elements, assume_unique, invert);
+  return isin_tt_out(at::native::wrapped_scalar_tensor(element, test_elements.device()),
+                     test_elements, assume_unique, invert, out);
+}
+at::Tensor isin_st(const at::Scalar& element, const at::Tensor& test_elements, bool assume_unique,
+                   bool invert) {
+  Structured<at::meta::structured_isin_Scalar_Tensor> s;
+  s.meta(element, test_elements, assume_unique, invert);
+  return isin_tt_out(at::native::wrapped_scalar_tensor(element, test_elements.device()),
+                     test_elements, assume_unique, invert, s.outs[0]);
+}
+
+// ---------------------------------------------------------------- histc
+// The CPU's histogram_histc_out: output checks and resize (dtype of the input, bins > 0),
+// the range (min == max: the input's aminmax, read back like on the CPU and CUDA; an empty
+// range widened by 1 on both sides; a range that is not finite or not increasing raises),
+// then counts per bin (float dtypes only, the CPU's dispatch names in the errors).
+at::Tensor& histc_out(const at::Tensor& self, int64_t bins, const at::Scalar& min,
+                      const at::Scalar& max, at::Tensor& hist) {
+  TORCH_CHECK(self.dtype() == hist.dtype(), "torch.histogram: input tensor and hist tensor should",
+              " have the same dtype, but got input ", self.dtype(), " and hist ", hist.dtype());
+  TORCH_CHECK(bins > 0, "torch.histogram(): bins must be > 0, but got ", bins, " for dimension ", 0);
+  at::native::resize_output(hist, {bins});
+  double left = min.to<double>(), right = max.to<double>();
+  if (left == right && self.numel() > 0) {
+    auto [lo, hi] = at::aminmax(self);
+    const at::Tensor both = at::stack({lo.to(at::kDouble), hi.to(at::kDouble)}).cpu();
+    left = both[0].item<double>();
+    right = both[1].item<double>();
+  }
+  if (left == right) {
+    left -= 1;
+    right += 1;
+  }
+  TORCH_CHECK(!(std::isinf(left) || std::isinf(right) || std::isnan(left) || std::isnan(right)),
+              "torch.histc: range of [", left, ", ", right, "] is not finite");
+  TORCH_CHECK(left < right, "torch.histc: max must be larger than min");
+  if (self.scalar_type() == at::kBool) raise_not_implemented_for("linspace_cpu", at::kBool);
+  if (!at::isFloatingType(self.scalar_type()))
+    raise_not_implemented_for("histogram_cpu", self.scalar_type());
+  vk_dtype(self.scalar_type(), "histc");
+  // The CPU bins between its linspace's first and last edges: the range in the input dtype.
+  const auto in_dtype = [&](double v) {
+    return at::scalar_tensor(v, at::TensorOptions().dtype(self.scalar_type())).item<double>();
+  };
+  const at::Tensor counts = at::zeros({bins}, self.options().dtype(at::kInt));
+  const at::Tensor in = self.contiguous();
+  kernels::Histc p;
+  p.numel = in.numel();
+  p.bins = bins;
+  p.left = in_dtype(left);
+  p.right = in_dtype(right);
+  if (p.numel > 0) p.in = operand(in, "histc");
+  p.in.dtype = vk_dtype(self.scalar_type(), "histc");
+  p.counts = operand(counts, "histc");
+  const c10::DeviceGuard guard(self.device());
+  tvk::Stream& stream = current_stream(self.device().index());
+  translate_errors([&] { kernels::histc(stream, p); });
+  hist.copy_(counts);
+  return hist;
+}
+at::Tensor histc(const at::Tensor& self, int64_t bins, const at::Scalar& min,
+                 const at::Scalar& max) {
+  at::Tensor hist = at::empty({0}, self.options(), at::MemoryFormat::Contiguous);
+  return histc_out(self, bins, min, max, hist);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -193,6 +328,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bucketize.Tensor", TORCH_FN(bucketize_tensor));
   m.impl("bucketize.Tensor_out", TORCH_FN(bucketize_out));
   m.impl("bucketize.Scalar", TORCH_FN(bucketize_scalar));
+  m.impl("isin.Tensor_Tensor", TORCH_FN(isin_tt));
+  m.impl("isin.Tensor_Tensor_out", TORCH_FN(isin_tt_out));
+  m.impl("isin.Tensor_Scalar", TORCH_FN(isin_ts));
+  m.impl("isin.Tensor_Scalar_out", TORCH_FN(isin_ts_out));
+  m.impl("isin.Scalar_Tensor", TORCH_FN(isin_st));
+  m.impl("isin.Scalar_Tensor_out", TORCH_FN(isin_st_out));
+  m.impl("histc", TORCH_FN(histc));
+  m.impl("histc.out", TORCH_FN(histc_out));
 }
 
 }  // namespace tvk::aten

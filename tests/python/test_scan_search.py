@@ -260,3 +260,106 @@ def test_searchsorted_edges_out_and_errors():
     check(lambda b, v: torch.searchsorted(b, v), with_ties((4,), torch.bool).sort().values,
           with_ties((3,), torch.bool))
     check(lambda b, v: torch.bucketize(v, b), sorted_rows((2, 6), torch.float32), v)
+
+
+# ---------------------------------------------------------------- histc
+# Counts stay below 256 per bin: the CPU accumulates them in the input dtype (bfloat16 counts
+# stop growing at 256, float16 at 2048), the device counts exactly in integers.
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_histc_ranges_layouts(dtype):
+    x = make((20, 30), dtype, low=-4, high=4)
+    for _, layout in layouts(x):
+        check(lambda a: torch.histc(layout(a), 10), x)                  # the data's min / max
+        check(lambda a: torch.histc(layout(a), 7, -2, 2.5), x)         # values outside ignored
+    # Global-atomics path (more bins than shared memory holds). A power of two: with other
+    # counts beyond the dtype's integers the CPU computes bins past the last one (and writes
+    # outside its histogram), the device clamps.
+    check(lambda a: torch.histc(a, 4096, -3, 3), x)
+    check(lambda a: torch.histc(a, 1, 0, 1), x)
+    # Elements on the bin edges (the CPU's linear interpolation decides their bin) and on
+    # the range's ends (the right end belongs to the last bin).
+    edges = torch.linspace(-1, 1, 201, dtype=torch.float64).to(dtype)
+    check(lambda a: torch.histc(a, 100, -1, 1), edges)
+    check(lambda a: torch.histc(a, 3, 0.1, 0.7), edges)
+    check(lambda a: torch.histc(a, 8, -1, 1), edges)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+def test_histc_special_values_and_edges(dtype):
+    x = torch.tensor([NAN, 1.0, 2.0, INF, -INF, 2.0, 3.0], dtype=dtype)
+    check(lambda a: torch.histc(a, 4, 0, 4), x)
+    check(lambda a: torch.histc(a, 4), x)                     # min / max not finite: error
+    check(lambda a: torch.histc(a, 5), torch.full((6,), 2.5, dtype=dtype))  # min == max: +-1
+    check(lambda a: torch.histc(a, 5, 1, 1), torch.full((6,), 2.5, dtype=dtype))
+    check(lambda a: torch.histc(a, 4), make((0,), dtype))    # empty: range [-1, 1]
+    check(lambda a: torch.histc(a, 4, 1, 2), make((), dtype))
+    check(lambda a: torch.histc(a, 4, 0, 3), make((3, 0, 2), dtype))
+
+
+def test_histc_out_and_errors():
+    x = make((50,), torch.float32)
+
+    def with_out(a):
+        out = torch.empty(0, dtype=a.dtype, device=a.device)
+        r = torch.histc(a, 6, -1, 1, out=out)
+        return r, out
+    check(with_out, x)
+    check(lambda a: torch.histc(a, 0), x)                     # bins must be > 0
+    check(lambda a: torch.histc(a, -3), x)
+    check(lambda a: torch.histc(a, 4, 2, 1), x)              # max < min
+    check(lambda a: torch.histc(a, 4, 0, INF), x)
+    check(lambda a: torch.histc(a, 4, NAN, 1), x)
+    check(lambda a: torch.histc(a, 4, out=torch.empty(4, dtype=torch.float64, device=a.device)), x)
+    for dtype in (torch.int64, torch.int32, torch.uint8, torch.bool):
+        check(lambda a: torch.histc(a, 4), with_ties((9,), dtype))
+        check(lambda a: torch.histc(a, 4, 0, 3), with_ties((9,), dtype))
+
+
+# ---------------------------------------------------------------- isin
+ISIN_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8,
+               torch.int16, torch.int32, torch.int64, torch.uint8]
+
+
+@pytest.mark.parametrize("dtype", ISIN_DTYPES, ids=str)
+def test_isin_dtypes_layouts(dtype):
+    g = torch.Generator().manual_seed(0)
+    elements = torch.randint(0, 40, (6, 7), generator=g).to(dtype)
+    for n_test in (3, 60):  # a few test elements (the CPU's loop) and many (its sorting path)
+        test = torch.randint(0, 40, (n_test,), generator=g).to(dtype)
+        for invert in (False, True):
+            for _, layout in layouts(elements):
+                check(lambda a, b: torch.isin(layout(a), b, invert=invert), elements, test)
+        check(lambda a, b: torch.isin(a, b.view(-1, 1)), elements, test)
+        uniq = torch.unique(elements)
+        check(lambda a, b: torch.isin(a, b, assume_unique=True), uniq, torch.unique(test))
+
+
+def test_isin_nan_zero_mixed_scalars_edges():
+    a = torch.tensor([1.0, NAN, -0.0, 0.0, INF, -INF, 2.5, 3.0])
+    b = torch.tensor([NAN, 0.0, INF, 3.0, NAN, -1.0] * 5)
+    for invert in (False, True):
+        check(lambda x, y: torch.isin(x, y, invert=invert), a, b)
+        check(lambda x, y: torch.isin(x, y, invert=invert), a, b[:4])
+        check(lambda x: torch.isin(x, 3.0, invert=invert), a)                # Tensor_Scalar
+        check(lambda y: torch.isin(3, y, invert=invert), b)                  # Scalar_Tensor
+        check(lambda y: torch.isin(2.5, y, invert=invert), b)
+    # Mixed dtypes promote to the result type.
+    check(lambda x, y: torch.isin(x, y), torch.arange(10), torch.tensor([2.0, 3.5, 7.0] * 10))
+    check(lambda x, y: torch.isin(x, y), torch.tensor([0.5, 2.0, 3.0]), torch.arange(40))
+    check(lambda x, y: torch.isin(x, y), torch.arange(10, dtype=torch.uint8), torch.arange(-3, 30))
+    # Empty, 0-dim.
+    check(lambda x, y: torch.isin(x, y), make((0, 3), torch.float32), make((5,), torch.float32))
+    check(lambda x, y: torch.isin(x, y, invert=True), make((4,), torch.float32), make((0,), torch.float32))
+    check(lambda x, y: torch.isin(x, y), torch.tensor(2.0), torch.arange(40.0))
+    check(lambda x, y: torch.isin(x, y), torch.arange(5.0), torch.tensor(3.0))
+
+    def with_out(x, y):
+        out = torch.empty(0, dtype=torch.bool, device=x.device)
+        r = torch.isin(x, y, out=out)
+        out2 = torch.empty(4, 2, dtype=torch.bool, device=x.device).t()  # non-contiguous
+        torch.isin(x.view(2, 4), y, invert=True, out=out2)
+        return r, out, out2
+    check(with_out, torch.arange(8.0), torch.arange(3.0, 50.0))
+    # Bool is rejected like on the CPU.
+    check(lambda x, y: torch.isin(x, y), with_ties((4,), torch.bool), with_ties((4,), torch.bool))
+    check(lambda x: torch.isin(x, True), with_ties((4,), torch.bool))
