@@ -4,11 +4,14 @@
 //   _logcumsumexp (functional and out=),
 //   searchsorted (Tensor / Scalar, functional and out=), bucketize (Tensor / Scalar, out=),
 //   isin (Tensor_Tensor / Tensor_Scalar / Scalar_Tensor, functional and out=),
-//   histc (functional and out=).
+//   histc (functional and out=),
+//   _unique / _unique2 / unique_consecutive / unique_dim / unique_dim_consecutive.
 // The scans run the scan kernel (src/kernels/scan.h) over a contiguous [outer, dim, inner]
 // view; the searches run one binary search per output element (src/kernels/search.h): isin
 // sorts the test elements first (src/kernels/sort.h via at::sort) and searches them; histc
-// counts with integer atomics. Shape, dtype and error checks repeat the CPU's (same
+// counts with integer atomics. The unique family is composed of native ops (stable sort,
+// comparisons of neighbours, a cumsum of group starts, scatters): its output size depends on
+// the data, so it reads one count (the number of groups) back to the host. Shape, dtype and error checks repeat the CPU's (same
 // exception types and messages; PyTorch's own check helpers where the headers have them).
 #include <ATen/ATen.h>
 #include <ATen/native/BucketizationUtils.h>
@@ -17,7 +20,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 #include <tuple>
 
 #include "aten/launch.h"
@@ -314,6 +319,130 @@ at::Tensor histc(const at::Tensor& self, int64_t bins, const at::Scalar& min,
   return histc_out(self, bins, min, max, hist);
 }
 
+// ---------------------------------------------------------------- unique
+// Groups of equal neighbours in `rows` ([n, k], n >= 1, grouped so that equal rows are
+// adjacent; NaN equals nothing, as the CPU's operator==): the group of every row (int64 [n]),
+// the first row of every group (int64 [groups]) and, when asked, the group sizes. Reads the
+// number of groups back to the host (the one data-dependent size).
+struct Groups {
+  at::Tensor id, first, counts;
+  int64_t count = 0;
+};
+Groups group_neighbours(const at::Tensor& rows, bool want_counts) {
+  const int64_t n = rows.size(0);
+  const auto long_opts = rows.options().dtype(at::kLong);
+  at::Tensor differs = at::ne(rows.slice(0, 1), rows.slice(0, 0, n - 1));
+  if (differs.dim() > 1) differs = differs.any(1);
+  const at::Tensor starts = at::cat({at::ones({1}, differs.options()), differs});
+  Groups g;
+  g.id = at::cumsum(starts, 0, at::kLong).sub_(1);
+  g.count = g.id[n - 1].item<int64_t>() + 1;
+  // Every start writes its position to its group's slot; the other rows write to a spare slot.
+  const at::Tensor slot = at::where(starts, g.id, g.count);
+  g.first = at::empty({g.count + 1}, long_opts)
+                .scatter_(0, slot, at::arange(n, long_opts))
+                .slice(0, 0, g.count);
+  if (want_counts)
+    g.counts = at::cat({g.first.slice(0, 1), at::full({1}, n, long_opts)}).sub_(g.first);
+  return g;
+}
+
+at::Tensor empty_long(const at::Tensor& like) { return at::empty({0}, like.options().dtype(at::kLong)); }
+
+// _unique2 on the CPU: always sorted (whatever `sorted` says); the first element of each group
+// in stable sorted order is kept; inverse shaped like self, counts per value.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2(const at::Tensor& self, bool sorted,
+                                                       bool return_inverse, bool return_counts) {
+  vk_dtype(self.scalar_type(), "unique");
+  const int64_t n = self.numel();
+  if (n == 0) {
+    return {at::empty({0}, self.options()),
+            return_inverse ? at::empty(self.sizes(), self.options().dtype(at::kLong)) : empty_long(self),
+            empty_long(self)};
+  }
+  auto [values, order] = at::sort(self.reshape({-1}), /*stable=*/true, 0, false);
+  Groups g = group_neighbours(values, return_counts);
+  at::Tensor out = values.index_select(0, g.first);
+  at::Tensor inverse = empty_long(self);
+  if (return_inverse)
+    inverse = at::empty({n}, self.options().dtype(at::kLong)).scatter_(0, order, g.id).view(self.sizes());
+  return {out, inverse, return_counts ? g.counts : empty_long(self)};
+}
+std::tuple<at::Tensor, at::Tensor> unique1(const at::Tensor& self, bool sorted, bool return_inverse) {
+  auto [out, inverse, counts] = unique2(self, sorted, return_inverse, false);
+  return {out, inverse};
+}
+
+// Rows along `dim` (unique_dim, unique_consecutive with a dim): the CPU's checks for zero
+// sizes, rows sorted lexicographically (unless consecutive) by stable sorts on the columns
+// from the last to the first, then groups of equal rows. Inverse and counts are always
+// computed (as on the CPU).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_rows(const at::Tensor& self, int64_t dim,
+                                                           bool consecutive) {
+  vk_dtype(self.scalar_type(), "unique_dim");
+  const auto sizes = self.sizes().vec();
+  const auto zero_dims = std::count(sizes.begin(), sizes.end(), 0);
+  if (self.size(dim) == 0) {
+    TORCH_CHECK(zero_dims == 1,
+                "Number of zero sized dimensions is more than one, so unique cannot be applied ");
+    return {at::empty(sizes, self.options()), empty_long(self), empty_long(self)};
+  }
+  TORCH_CHECK(zero_dims == 0,
+              "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied");
+  const at::Tensor moved = self.movedim(dim, 0);
+  std::vector<int64_t> moved_sizes = moved.sizes().vec();
+  const int64_t n = moved_sizes[0];
+  at::Tensor rows = moved.contiguous().view({n, -1});
+  const auto long_opts = self.options().dtype(at::kLong);
+  at::Tensor order;
+  if (!consecutive) {
+    order = at::arange(n, long_opts);
+    for (int64_t c = rows.size(1) - 1; c >= 0; --c) {
+      const at::Tensor key = rows.select(1, c).index_select(0, order);
+      order = order.index_select(0, std::get<1>(at::sort(key, /*stable=*/true, 0, false)));
+    }
+    rows = rows.index_select(0, order);
+  }
+  Groups g = group_neighbours(rows, true);
+  moved_sizes[0] = g.count;
+  at::Tensor out = rows.index_select(0, g.first).view(moved_sizes).movedim(0, dim);
+  at::Tensor inverse = consecutive ? g.id : at::empty({n}, long_opts).scatter_(0, order, g.id);
+  return {out, inverse, g.counts};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_dim(const at::Tensor& self, int64_t dim,
+                                                          bool sorted, bool return_inverse,
+                                                          bool return_counts) {
+  return unique_rows(self, dim, false);
+}
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_dim_consecutive(const at::Tensor& self,
+                                                                      int64_t dim,
+                                                                      bool return_inverse,
+                                                                      bool return_counts) {
+  return unique_rows(self, dim, true);
+}
+
+// unique_consecutive on the CPU: without a dim (or dim 0 of a 1-D tensor) the flattened
+// elements, keeping the first of each run; else unique_dim_consecutive.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(const at::Tensor& self,
+                                                                  bool return_inverse,
+                                                                  bool return_counts,
+                                                                  std::optional<int64_t> dim) {
+  if (dim.has_value() && !(*dim == 0 && self.dim() == 1))
+    return unique_rows(self, *dim, true);
+  vk_dtype(self.scalar_type(), "unique_consecutive");
+  const int64_t n = self.numel();
+  if (n == 0) {
+    return {at::empty({0}, self.options()),
+            return_inverse ? at::empty(self.sizes(), self.options().dtype(at::kLong)) : empty_long(self),
+            empty_long(self)};
+  }
+  const at::Tensor flat = self.reshape({-1});
+  Groups g = group_neighbours(flat, return_counts);
+  return {flat.index_select(0, g.first), return_inverse ? g.id.view(self.sizes()) : empty_long(self),
+          return_counts ? g.counts : empty_long(self)};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -336,6 +465,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("isin.Scalar_Tensor_out", TORCH_FN(isin_st_out));
   m.impl("histc", TORCH_FN(histc));
   m.impl("histc.out", TORCH_FN(histc_out));
+  m.impl("_unique", TORCH_FN(unique1));
+  m.impl("_unique2", TORCH_FN(unique2));
+  m.impl("unique_dim", TORCH_FN(unique_dim));
+  m.impl("unique_dim_consecutive", TORCH_FN(unique_dim_consecutive));
+  m.impl("unique_consecutive", TORCH_FN(unique_consecutive));
 }
 
 }  // namespace tvk::aten

@@ -363,3 +363,67 @@ def test_isin_nan_zero_mixed_scalars_edges():
     # Bool is rejected like on the CPU.
     check(lambda x, y: torch.isin(x, y), with_ties((4,), torch.bool), with_ties((4,), torch.bool))
     check(lambda x: torch.isin(x, True), with_ties((4,), torch.bool))
+
+
+# ---------------------------------------------------------------- unique family
+UNIQUE_DTYPES = ALL_DTYPES
+
+
+def unique2(a, return_inverse=True, return_counts=True, sorted=True):
+    return torch.ops.aten._unique2(a, sorted, return_inverse, return_counts)
+
+
+@pytest.mark.parametrize("dtype", UNIQUE_DTYPES, ids=str)
+def test_unique_flat(dtype):
+    x = with_ties((4, 5, 6), dtype)
+    for _, layout in layouts(x):
+        for inverse in (False, True):
+            for counts in (False, True):
+                check(lambda a: unique2(layout(a), inverse, counts), x)
+                check(lambda a: torch.ops.aten.unique_consecutive(layout(a), inverse, counts), x)
+    check(lambda a: torch.unique(a, sorted=False, return_inverse=True), x)
+    check(lambda a: torch.ops.aten._unique(a, True, True), x)
+    check(lambda a: torch.unique_consecutive(a.sort(-1).values, return_counts=True), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool, torch.float16], ids=str)
+def test_unique_dim_and_consecutive_dim(dtype):
+    x = with_ties((6, 4, 3), dtype, seed=1)
+    x[3] = x[1]          # duplicate slices along dim 0
+    x[:, 2] = x[:, 0]    # and along dim 1
+    for dim in (0, 1, 2, -1, -3):
+        for flags in ((False, False), (True, True)):
+            check(lambda a: torch.ops.aten.unique_dim(a, dim, True, *flags), x)
+            check(lambda a: torch.ops.aten.unique_dim_consecutive(a, dim, *flags), x)
+            check(lambda a: torch.ops.aten.unique_consecutive(a, *flags, dim), x)
+    check(lambda a: torch.unique(a.transpose(0, 1), dim=1, return_inverse=True, return_counts=True), x)
+    y = with_ties((9,), dtype, seed=2)
+    check(lambda a: torch.unique_consecutive(a, return_inverse=True, return_counts=True, dim=0), y)
+    check(lambda a: torch.unique(a, dim=0, return_inverse=True, return_counts=True), y)
+
+
+def test_unique_special_values_and_edges():
+    x = torch.tensor([NAN, 1.0, -0.0, 0.0, NAN, INF, -INF, 1.0, 0.0, -0.0])
+    check(lambda a: unique2(a), x)
+    check(lambda a: torch.ops.aten.unique_consecutive(a, True, True), x)
+    check(lambda a: torch.ops.aten.unique_consecutive(a, True, True), torch.tensor([0.0, -0.0, 0.0]))
+    # -0.0 / 0.0: the first of each group (in stable sorted order) is kept, sign included.
+    for row in ([0.0, -0.0, 0.0], [-0.0, 0.0, -0.0]):
+        got = unique2(torch.tensor(row).to("vk"))[0].cpu()
+        assert torch.equal(torch.signbit(got), torch.signbit(unique2(torch.tensor(row))[0]))
+    # 0-dim, empty, one element, long rows (multi-pass sort).
+    check(lambda a: unique2(a), make((), torch.float32))
+    check(lambda a: torch.ops.aten.unique_consecutive(a, True, True), make((), torch.int32))
+    check(lambda a: unique2(a), make((0, 3), torch.float32))
+    check(lambda a: torch.ops.aten.unique_consecutive(a, True, True), make((3, 0), torch.float32))
+    check(lambda a: unique2(a), make((1,), torch.float32))
+    check(lambda a: unique2(a), with_ties((3000,), torch.int16, seed=3))
+    check(lambda a: unique2(a), make((2500,), torch.float32, seed=3))
+    # unique_dim: the selected dim empty (allowed when it is the only one), other dims empty
+    # (error), dim out of range, 0-dim input.
+    check(lambda a: torch.ops.aten.unique_dim(a, 1, True, True, True), make((3, 0), torch.float32))
+    check(lambda a: torch.ops.aten.unique_dim(a, 1, True, True, True), make((0, 0), torch.float32))
+    check(lambda a: torch.ops.aten.unique_dim(a, 1, True, True, True), make((0, 3), torch.float32))
+    check(lambda a: torch.ops.aten.unique_dim(a, 2, True, True, True), make((2, 3), torch.float32))
+    check(lambda a: torch.ops.aten.unique_dim(a, 0, True, True, True), make((), torch.float32))
+    check(lambda a: torch.ops.aten.unique_consecutive(a, True, True, 1), make((0, 3), torch.float32))
