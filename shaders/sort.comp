@@ -26,6 +26,9 @@
 //      indices (keys_a) with out_len == n: writes values[q] / indices[q] of the lower median
 //      (first == 0: median; a row with NaN gives its first NaN) or the lower median of the
 //      non-NaN values (first == 1: nanmedian; an all-NaN row gives NaN and index 0).
+//   3  mode select, one invocation per row of ascending stably sorted values / indices (as
+//      op 2): values[q] / indices[q] of the last element of the longest run of equal values
+//      (the first such run: the smallest value; NaN never equals anything), the CPU's choice.
 // Values are never converted: outputs copy the input element's bits (raw loads and stores by
 // element size), so NaN payloads and -0.0 survive. Indices are written as int64.
 //
@@ -282,6 +285,32 @@ void main() {
       write_output(q, pos, idx);
     else
       store_pair(q * n + pos, k, idx);
+  }
+}
+#elif OP == 3
+void main() {
+  uint n = uint(pc.n);
+  uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint q = gl_GlobalInvocationID.x; q < uint(pc.rows); q += step) {
+    uint best = 0u, best_freq = 0u, freq = 0u;
+    uint64_t bits = load_bits(pc.in_addr, row_offset(q, 0u, n));
+    for (uint j = 0u; j < n; ++j) {
+      ++freq;
+      uint64_t next = j + 1u < n ? load_bits(pc.in_addr, row_offset(q, j + 1u, n)) : 0ul;
+      // A run ends at the row's end, before a different value, and at every NaN.
+      if (j + 1u == n || is_nan_bits(bits) || key_of(next) != key_of(bits)) {
+        if (freq > best_freq) {
+          best = j;
+          best_freq = freq;
+        }
+        freq = 0u;
+      }
+      bits = next;
+    }
+    int src = row_offset(q, best, n);
+    store_bits(pc.values_addr, int(q), load_bits(pc.in_addr, src));
+    RefI64(tvk_elem_addr(pc.indices_addr, int(q), 3)).v =
+        RefI64(tvk_elem_addr(pc.keys_a, src, 3)).v;
   }
 }
 #else

@@ -1,8 +1,8 @@
 // Native sorting ops: sort (stable or not, ascending / descending, functional and out=; so
-// argsort and msort), topk, kthvalue, median / nanmedian (all and along a dim). All of them
-// run the sort kernel (src/kernels/sort.h) along one dim of a contiguous [outer, n, inner]
-// view and keep a window of sorted positions; median picks its element from the sorted row
-// with a second small kernel. The kernel's order is PyTorch's: NaN above every number, ties
+// argsort and msort), topk, kthvalue, median / nanmedian (all and along a dim), mode. All of
+// them run the sort kernel (src/kernels/sort.h) along one dim of a contiguous
+// [outer, n, inner] view and keep a window of sorted positions; median and mode pick their
+// element from the sorted row with a second small kernel. The kernel's order is PyTorch's: NaN above every number, ties
 // in input order (the CPU's stable order; unstable sorts get it too). Shape, dim and dtype
 // checks come from PyTorch's meta functions where the op is structured, else they repeat the
 // CPU's checks and messages.
@@ -228,6 +228,65 @@ at::Tensor median_all_impl(const at::Tensor& self, bool ignore_nan) {
 at::Tensor median_all(const at::Tensor& self) { return median_all_impl(self, false); }
 at::Tensor nanmedian_all(const at::Tensor& self) { return median_all_impl(self, true); }
 
+// ---------------------------------------------------------------- mode
+// The CPU's mode_out: output checks, the empty and 0-dim cases, then a stable ascending sort
+// along dim and the mode select kernel: the most frequent value (the smallest among equally
+// frequent ones) and the index of its last occurrence. (With NaN in a row the CPU's order is
+// undefined; here every NaN is a value of its own.)
+std::tuple<at::Tensor&, at::Tensor&> mode_out(const at::Tensor& self, int64_t dim, bool keepdim,
+                                              at::Tensor& values, at::Tensor& indices) {
+  TORCH_CHECK(self.device() == values.device(), "expected device '", self.device(), "' but got '",
+              values.device(), "' for values output");
+  TORCH_CHECK(self.device() == indices.device(), "expected device '", self.device(),
+              "' but got '", indices.device(), "' for indices output");
+  TORCH_CHECK(self.scalar_type() == values.scalar_type(), "expected scalar type '",
+              self.scalar_type(), "' but got '", values.scalar_type(), "' for values output");
+  TORCH_CHECK(indices.scalar_type() == at::kLong, "expected scalar type '", at::kLong,
+              "' but got '", indices.scalar_type(), "' for indices output");
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  if (self.numel() == 0) {
+    const auto sizes = at::native::get_zero_numel_tensor_size(self, dim, keepdim, "mode()");
+    at::native::resize_output(values, sizes);
+    at::native::resize_output(indices, sizes);
+    return {values, indices};
+  }
+  if (at::native::_dimreduce_return_trivial_no_ident(values, self, dim, keepdim, "mode")) {
+    indices.resize_({}).fill_(0);
+    return {values, indices};
+  }
+  vk_dtype(self.scalar_type(), "mode");
+  // values / indices now have size 1 along dim (like the CPU, squeezed at the end).
+  at::native::_reduction_with_indices_allocate_or_resize_output(values, indices, self, dim,
+                                                                keepdim);
+  const at::Tensor in = self.contiguous();
+  int64_t outer, n, inner;
+  split_dims(in, dim, outer, n, inner);
+  const at::Tensor sv = at::empty(in.sizes(), in.options());
+  const at::Tensor si = at::empty(in.sizes(), in.options().dtype(at::kLong));
+  launch_sort(in, dim, false, 0, n, sv, si, "mode");
+  const at::Tensor v = writable(values, self.scalar_type());
+  const at::Tensor i = writable(indices, at::kLong);
+  const c10::DeviceGuard guard(self.device());
+  tvk::Stream& stream = current_stream(self.device().index());
+  const auto ov = operand(v, "mode"), oi = operand(i, "mode");
+  const auto osv = operand(sv, "mode"), osi = operand(si, "mode");
+  translate_errors([&] { kernels::sorted_mode(stream, outer, n, inner, osv, osi, ov, oi); });
+  finish(v, values);
+  finish(i, indices);
+  if (!keepdim) {
+    values.squeeze_(dim);
+    indices.squeeze_(dim);
+  }
+  return {values, indices};
+}
+
+std::tuple<at::Tensor, at::Tensor> mode(const at::Tensor& self, int64_t dim, bool keepdim) {
+  at::Tensor values = at::empty({0}, self.options());
+  at::Tensor indices = at::empty({0}, self.options().dtype(at::kLong));
+  mode_out(self, dim, keepdim, values, indices);
+  return {values, indices};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -240,6 +299,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("median.dim_values", TORCH_FN(median_dim_out));
   m.impl("nanmedian", TORCH_FN(nanmedian_all));
   m.impl("nanmedian.dim_values", TORCH_FN(nanmedian_dim_out));
+  m.impl("mode", TORCH_FN(mode));
+  m.impl("mode.values", TORCH_FN(mode_out));
 }
 
 }  // namespace tvk::aten

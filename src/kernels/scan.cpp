@@ -29,8 +29,20 @@ struct ScanPush {
   int32_t in_dtype;
   int32_t out_dtype;
   int32_t pad;
+  uint64_t idx_addr;
 };
-static_assert(sizeof(ScanPush) == 40);
+static_assert(sizeof(ScanPush) == 48);
+
+const char* op_name(ScanOp op) {
+  switch (op) {
+    case ScanOp::Sum: return "sum";
+    case ScanOp::Prod: return "prod";
+    case ScanOp::LogAddExp: return "lse";
+    case ScanOp::Max: return "max";
+    case ScanOp::Min: return "min";
+  }
+  return "invalid";
+}
 
 constexpr const char* kWhere = "tvk::kernels::scan";
 constexpr int kModeWorkgroup = 0;
@@ -45,14 +57,18 @@ ScanTuning& scan_tuning() {
 
 void scan(Stream& stream, const Scan& p) {
   const int opi = static_cast<int>(p.op);
-  if (opi < 0 || opi > 1) invalid(kWhere, "invalid op " + std::to_string(opi));
+  if (opi < 0 || opi > 4) invalid(kWhere, "invalid op " + std::to_string(opi));
   ComputeKind acc = p.acc;
   if (acc == ComputeKind::Int32) acc = ComputeKind::Int64;
   const int acci = static_cast<int>(acc);
   if (acci < 0 || acci > 3) invalid(kWhere, "invalid accumulator kind " + std::to_string(acci));
   if (acc == ComputeKind::Float64 && !stream.device().caps().float64)
     throw std::invalid_argument("float64 is not supported on this device (no shaderFloat64)");
+  const bool pair = p.op == ScanOp::Max || p.op == ScanOp::Min;
+  if (p.op == ScanOp::LogAddExp && acc != ComputeKind::Float32 && acc != ComputeKind::Float64)
+    invalid(kWhere, "logcumsumexp needs a float accumulator");
   check_dtype(kWhere, p.out.dtype, "output");
+  if (pair && p.indices.dtype != DType::Int64) invalid(kWhere, "indices must be int64");
   check_dtype(kWhere, p.in.dtype, "input");
   if ((p.out.dtype == DType::Float64 || p.in.dtype == DType::Float64) && acc != ComputeKind::Float64)
     invalid(kWhere, "float64 operands need the float64 accumulator");
@@ -62,7 +78,8 @@ void scan(Stream& stream, const Scan& p) {
   if (__builtin_mul_overflow(p.outer, p.dim, &numel) ||
       __builtin_mul_overflow(numel, p.inner, &numel) || numel > kMaxIndex)
     invalid(kWhere, "more elements than the kernel's 32-bit index range");
-  for (const Operand* op : {&p.out, &p.in}) {
+  for (const Operand* op : {&p.out, &p.in, &p.indices}) {
+    if (op == &p.indices && !pair) continue;
     if (op->address == 0) invalid(kWhere, "operand address is 0");
     if (op->address % dtype_size(op->dtype) != 0)
       invalid(kWhere, "operand address is not aligned to its element size");
@@ -82,9 +99,8 @@ void scan(Stream& stream, const Scan& p) {
   const uint32_t wg = mode == kModeThread ? 64 : std::max<uint32_t>(t.workgroup, 1);
 
   const DeviceCapabilities& caps = stream.device().caps();
-  std::string name = std::string("scan.") + (p.op == ScanOp::Sum ? "sum" : "prod") + "." +
-                     compute_kind_name(acc);
-  if (acc == ComputeKind::Float32 && mode == kModeWorkgroup && t.subgroups &&
+  std::string name = std::string("scan.") + op_name(p.op) + "." + compute_kind_name(acc);
+  if (opi <= 1 && acc == ComputeKind::Float32 && mode == kModeWorkgroup && t.subgroups &&
       caps.subgroup_basic && caps.subgroup_arithmetic)
     name += ".subgroup";
   const ShaderBinary* shader = find_shader(name);
@@ -98,6 +114,7 @@ void scan(Stream& stream, const Scan& p) {
   push.inner = static_cast<int32_t>(p.inner);
   push.in_dtype = static_cast<int32_t>(p.in.dtype);
   push.out_dtype = static_cast<int32_t>(p.out.dtype);
+  push.idx_addr = pair ? p.indices.address : 0;
   std::vector<uint32_t> spec;
   if (tuning().specialize_dtypes)
     spec = {static_cast<uint32_t>(p.in.dtype), static_cast<uint32_t>(p.out.dtype)};

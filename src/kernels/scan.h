@@ -1,6 +1,6 @@
 // L2: inclusive scans (shaders/scan.comp). No torch headers.
 //
-// cumsum / cumprod along one dim of a contiguous tensor viewed as [outer, dim, inner]
+// cumsum / cumprod / logcumsumexp / cummax / cummin along one dim of a contiguous tensor viewed as [outer, dim, inner]
 // (row-major: element (o, r, i) at (o * dim + r) * inner + i, for input and output alike).
 #pragma once
 
@@ -14,7 +14,10 @@ class Stream;
 
 namespace tvk::kernels {
 
-enum class ScanOp : int32_t { Sum = 0, Prod = 1 };
+// LogAddExp: logcumsumexp (float accumulators only). Max / Min: cummax / cummin, which also
+// write the int64 position of the running extremum to `indices` (ties take the last
+// position; NaN wins and a later NaN takes over, as on the CPU).
+enum class ScanOp : int32_t { Sum = 0, Prod = 1, LogAddExp = 2, Max = 3, Min = 4 };
 
 struct Scan {
   ScanOp op = ScanOp::Sum;
@@ -26,6 +29,7 @@ struct Scan {
   int64_t outer = 1, dim = 1, inner = 1;
   Operand out;
   Operand in;  // may be the same memory as `out` (in-place)
+  Operand indices;  // Max / Min only: Int64, laid out like `out`
 };
 
 // Records the scan on `stream`; an empty tensor records nothing. Throws std::invalid_argument

@@ -156,12 +156,15 @@ void sort(Stream& stream, const Sort& p) {
   }
 }
 
-void sorted_median(Stream& stream, int64_t outer, int64_t n, int64_t inner, bool ignore_nan,
-                   Operand sorted_values, Operand sorted_indices, Operand values,
-                   Operand indices) {
+namespace {
+
+// Runs a per-row select op (`median` / `mode`) over an ascending sort's full output.
+void select_from_sorted(Stream& stream, const char* op, int first, int64_t outer, int64_t n,
+                        int64_t inner, Operand sorted_values, Operand sorted_indices,
+                        Operand values, Operand indices) {
   const int64_t numel = checked_numel(outer, n, inner);
   if (outer * inner == 0) return;
-  if (numel == 0) invalid(kWhere, "median of an empty row");
+  if (numel == 0) invalid(kWhere, std::string(op) + " of an empty row");
   check_operand(sorted_values, "sorted values");
   check_operand(sorted_indices, "sorted indices");
   check_operand(values, "values");
@@ -177,10 +180,25 @@ void sorted_median(Stream& stream, int64_t outer, int64_t n, int64_t inner, bool
   push.rows = static_cast<int32_t>(outer * inner);
   push.n = static_cast<int32_t>(n);
   push.inner = static_cast<int32_t>(inner);
-  push.first = ignore_nan ? 1 : 0;
+  push.first = first;
   const uint32_t wg = 64;
-  const VkPipeline pipeline = pipeline_for(stream, "median", sorted_values.dtype, wg);
+  const VkPipeline pipeline = pipeline_for(stream, op, sorted_values.dtype, wg);
   stream.dispatch(pipeline, group_count(stream, outer * inner, wg), 1, 1, &push, sizeof(push));
+}
+
+}  // namespace
+
+void sorted_median(Stream& stream, int64_t outer, int64_t n, int64_t inner, bool ignore_nan,
+                   Operand sorted_values, Operand sorted_indices, Operand values,
+                   Operand indices) {
+  select_from_sorted(stream, "median", ignore_nan ? 1 : 0, outer, n, inner, sorted_values,
+                     sorted_indices, values, indices);
+}
+
+void sorted_mode(Stream& stream, int64_t outer, int64_t n, int64_t inner, Operand sorted_values,
+                 Operand sorted_indices, Operand values, Operand indices) {
+  select_from_sorted(stream, "mode", 0, outer, n, inner, sorted_values, sorted_indices, values,
+                     indices);
 }
 
 }  // namespace tvk::kernels

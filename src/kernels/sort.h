@@ -48,6 +48,12 @@ void sorted_median(Stream& stream, int64_t outer, int64_t n, int64_t inner, bool
                    Operand sorted_values, Operand sorted_indices, Operand values,
                    Operand indices);
 
+// Mode per row of an ascending stable sort's full output (as for sorted_median): the most
+// frequent value (the smallest one among equally frequent values; -0.0 equals 0.0, every NaN
+// is a value of its own, as on the CPU) and the input position of its last occurrence.
+void sorted_mode(Stream& stream, int64_t outer, int64_t n, int64_t inner, Operand sorted_values,
+                 Operand sorted_indices, Operand values, Operand indices);
+
 // Knobs for tests (defaults are the production choices). Not synchronized.
 struct SortTuning {
   uint32_t workgroup = 256;  // power of two; the tile holds 4 * workgroup pairs

@@ -9,16 +9,16 @@ import torch
 
 import torch_vk
 
-# aten::histc has no native vk kernel (and no composite decomposition): an op that really
+# aten::histogram has no native vk kernel (and no composite decomposition): an op that really
 # falls back, with a result that is easy to check. Counts are keyed by overload name.
-OP = "aten::histc"
+OP = "aten::histogram"
 VALUES = [1.0, 2.0, 1.0, 0.5]
 EXPECTED = [1.0, 2.0, 1.0, 0.0]
 
 
 def run_op():
     x = torch.tensor(VALUES).to("vk")
-    return torch.histc(x, bins=4, min=0, max=4)
+    return torch.histogram(x, bins=4, range=(0.0, 4.0)).hist
 
 
 def test_warn_mode_warns_once_and_computes():
@@ -30,7 +30,7 @@ def test_warn_mode_warns_once_and_computes():
         run_op()
     assert y.device.type == "vk"
     assert y.cpu().tolist() == EXPECTED
-    fallback_warnings = [w for w in caught if "histc" in str(w.message)]
+    fallback_warnings = [w for w in caught if "histogram" in str(w.message)]
     assert len(fallback_warnings) <= 1  # once per op per process
     counts = torch_vk.stats()["fallbacks"]
     assert sum(n for name, n in counts.items() if name.startswith(OP)) >= 2, counts
@@ -39,14 +39,14 @@ def test_warn_mode_warns_once_and_computes():
 def test_error_mode_raises_not_implemented():
     torch_vk.set_fallback_mode("error")
     try:
-        with pytest.raises(NotImplementedError, match="histc"):
+        with pytest.raises(NotImplementedError, match="histogram"):
             run_op()
     finally:
         torch_vk.set_fallback_mode("warn")
 
 
 SCRIPT = (f"x = torch.tensor({VALUES}).to('vk')\n"
-          "y = torch.histc(x, bins=4, min=0, max=4)\n")
+          "y = torch.histogram(x, bins=4, range=(0.0, 4.0)).hist\n")
 
 
 def test_silent_mode_from_environment():
@@ -64,4 +64,4 @@ def test_error_mode_from_environment():
         "except NotImplementedError as e:\n    print('NIE', e)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          check=True).stdout
-    assert out.startswith("NIE") and "histc" in out
+    assert out.startswith("NIE") and "histogram" in out

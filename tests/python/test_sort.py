@@ -218,3 +218,47 @@ def test_median_nan_edges_and_errors():
         torch.median(a, 1, out=(v, i))
         return v, i
     check(median_out, x)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_mode(dtype):
+    x = with_ties((4, 5, 6), dtype)
+    for _, layout in layouts(x):
+        for dim in (0, 1, 2, -1):
+            for keepdim in (False, True):
+                check(lambda a: torch.mode(layout(a), dim, keepdim), x)
+    check(lambda a: torch.mode(a), x)                                  # dim=-1
+    # Equally frequent values: the smallest wins, with its last occurrence.
+    check(lambda a: torch.mode(a, 1), torch.tensor([[1, 2, 2, 1, 3, 1, 2], [5, 4, 4, 5, 3, 3, 0]]).to(dtype))
+
+
+def test_mode_edges_out_and_errors():
+    check(lambda a: torch.mode(a, 0), make((), torch.float32))
+    check(lambda a: torch.mode(a, -1, True), make((), torch.int64))
+    check(lambda a: torch.mode(a, 1), make((0, 3), torch.float32))
+    check(lambda a: torch.mode(a, 0, True), make((0, 3), torch.float32))
+    check(lambda a: torch.mode(a, 1), make((2, 0), torch.float32))     # empty reduced dim
+    check(lambda a: torch.mode(a, 2), make((2, 3), torch.float32))     # dim out of range
+    # Long rows (multi-pass sort): the CPU sorts them with an unstable sort, so which
+    # occurrence its index names is unspecified; compare the values, check the indices.
+    x = with_ties((2000, 2), torch.int16, seed=5)
+    values, indices = check_unstable(lambda a: torch.mode(a, 0), x)
+    torch.testing.assert_close(x.gather(0, indices.unsqueeze(0)).squeeze(0), values)
+    check(lambda a: torch.mode(a, 0), torch.tensor([0.0, -0.0, -0.0, 1.0, INF, INF, INF]))
+
+    def with_out(a):
+        values = torch.empty(0, dtype=a.dtype, device=a.device)
+        indices = torch.empty(3, 2, dtype=torch.long, device=a.device).t()  # non-contiguous
+        r = torch.mode(a, 0, out=(values, indices))
+        return r.values, r.indices, values, indices
+    check(with_out, with_ties((5, 2, 3), torch.float32))
+
+    def wrong_out(a):
+        return torch.mode(a, 1, out=(torch.empty(0, dtype=torch.float64, device=a.device),
+                                     torch.empty(0, dtype=torch.long, device=a.device)))
+    check(wrong_out, make((2, 3), torch.float32))
+
+    def wrong_indices(a):
+        return torch.mode(a, 1, out=(torch.empty(0, dtype=a.dtype, device=a.device),
+                                     torch.empty(0, dtype=torch.int32, device=a.device)))
+    check(wrong_indices, make((2, 3), torch.float32))
