@@ -1,5 +1,6 @@
 // Native pooling ops: max_pool2d/3d_with_indices, avg_pool2d/3d, adaptive_max_pool2d/3d,
-// _adaptive_avg_pool2d/3d, forward and backward (functional and out=). max_pool1d/2d,
+// _adaptive_avg_pool2d/3d, forward and backward (functional and out=), and max_unpool2d/3d
+// (whose autograd backward is a gather). max_pool1d/2d,
 // avg_pool1d, adaptive_*_pool1d and F.adaptive_avg_pool2d are composites of these.
 // Shapes, dtypes and argument checks come from PyTorch's meta functions (the structured ops)
 // or repeat the CPU's checks and messages (the others). The kernel (src/kernels/pool.h) works
@@ -585,9 +586,131 @@ at::Tensor& adaptive_avg_pool3d_backward_out(const at::Tensor& grad, const at::T
   return grad_input;
 }
 
+// ---------------------------------------------------------------- max_unpool2d / 3d
+// Not structured in PyTorch: the CPU's checks and messages (aten/src/ATen/native/MaxUnpooling.cpp).
+// The output is zero-filled, then the kernel scatters each pooled value to its index within
+// its (batch, channel) plane and reports an index outside the plane on the device (the CPU's
+// "Found an invalid max index"). Duplicate indices: the CPU's last write (in its loop order)
+// wins; on the device the order is unspecified.
+
+void check_unpool_common(const at::Tensor& self, const at::Tensor& indices, const char* fn) {
+  TORCH_CHECK(self.sizes() == indices.sizes(),
+              "Expected shape of indices to be same as that of the input tensor (", self.sizes(),
+              ") but got indices tensor with shape: ", indices.sizes());
+  for (int64_t i = 1; i < self.dim(); ++i)
+    TORCH_CHECK(self.size(i) > 0, fn,
+                "Expected input to have non-zero size for non-batch dimensions, but got ",
+                self.sizes(), " with dimension ", i, " being empty.");
+}
+
+void check_unpool_output_size(at::IntArrayRef output_size, int dims) {
+  bool ok = true;
+  for (int64_t v : output_size) ok = ok && v >= 0;
+  if (dims == 2) {
+    TORCH_CHECK(ok, "max_unpooling2d(): output_size must contain non-negative spatial dimensions, but got output_size=(",
+                output_size[0], ", ", output_size[1], ")");
+  } else {
+    TORCH_CHECK(ok, "max_unpooling3d(): output_size must contain non-negative spatial dimensions, but got output_size=(",
+                output_size[0], ", ", output_size[1], ", ", output_size[2], ")");
+  }
+}
+
+// Resizes `out` to the unpooled shape in `layout`, zero-fills it and scatters.
+void launch_unpool(const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef output_size,
+                   int dims, at::MemoryFormat layout, at::Tensor& out, const char* name) {
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "Expected out tensor to have dtype ",
+              self.scalar_type(), ", but got ", out.scalar_type(), " instead");
+  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end() - dims);
+  sizes.insert(sizes.end(), output_size.begin(), output_size.end());
+  out.resize_(sizes, self.dim() == dims + 2 ? layout : at::MemoryFormat::Contiguous);
+  out.zero_();
+  if (out.numel() == 0 || self.numel() == 0) return;
+  check_dtype_in(self, {}, name);
+  const at::Tensor x = self.contiguous(layout);
+  const at::Tensor idx = indices.contiguous(layout);
+  const at::Tensor out_t = out.is_contiguous(layout) ? out : at::zeros(out.sizes(), out.options().memory_format(layout));
+  kernels::Pool p;
+  p.op = PoolOp::MaxUnpool;
+  p.kind = kind_for({x.scalar_type()});
+  p.channels_last = is_channels_last(layout) && self.dim() == dims + 2;
+  p.unpool_3d = dims == 3;
+  const int64_t nd = self.dim();
+  p.batch = nd == dims + 2 ? self.size(0) : 1;
+  p.channels = self.size(nd - dims - 1);
+  for (int k = 0; k < dims; ++k) {
+    p.in_size[3 - dims + k] = self.size(nd - dims + k);
+    p.out_size[3 - dims + k] = output_size[k];
+  }
+  p.in = operand(x, name);
+  p.out = operand(out_t, name);
+  p.indices = operand(idx, name);
+  const c10::DeviceGuard guard(out.device());
+  tvk::Stream& stream = current_stream(out.device().index());
+  translate_errors([&] { kernels::pool(stream, p); });
+  if (!out_t.is_same(out)) out.copy_(out_t);
+}
+
+at::Tensor& max_unpool2d_out(const at::Tensor& self, const at::Tensor& indices,
+                             c10::SymIntArrayRef output_size_sym, at::Tensor& out) {
+  const at::IntArrayRef output_size = C10_AS_INTARRAYREF_SLOW(output_size_sym);
+  TORCH_CHECK(indices.scalar_type() == at::kLong,
+              "elements in indices should be type int64 but got: ", indices.scalar_type());
+  TORCH_CHECK(output_size.size() == 2,
+              "There should be exactly two elements (height, width) in output_size, but got ",
+              output_size.size(), " elements.");
+  TORCH_CHECK(self.dim() == 3 || self.dim() == 4,
+              "Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with ",
+              self.dim(), " dimensions.");
+  check_unpool_common(self, indices, "max_unpooling2d_forward_out_cpu(): ");
+  check_unpool_output_size(output_size, 2);
+  launch_unpool(self, indices, output_size, 2, layout_of(self, 2), out, "max_unpool2d");
+  return out;
+}
+at::Tensor max_unpool2d(const at::Tensor& self, const at::Tensor& indices, c10::SymIntArrayRef output_size) {
+  at::Tensor out = at::empty({0}, self.options());
+  max_unpool2d_out(self, indices, output_size, out);
+  return out;
+}
+
+at::Tensor& max_unpool3d_out(const at::Tensor& self, const at::Tensor& indices,
+                             c10::SymIntArrayRef output_size_sym, at::IntArrayRef stride,
+                             at::IntArrayRef padding, at::Tensor& out) {
+  const at::IntArrayRef output_size = C10_AS_INTARRAYREF_SLOW(output_size_sym);
+  TORCH_CHECK(indices.scalar_type() == at::kLong, "elements in indices should be type int64");
+  TORCH_CHECK(self.dim() == 4 || self.dim() == 5,
+              "Input to max_unpooling3d should be a 4d or 5d Tensor, but got a tensor with ",
+              self.dim(), " dimensions.");
+  TORCH_CHECK(output_size.size() == 3,
+              "There should be exactly three elements (depth, height, width) in output_size, but got ",
+              output_size.size(), " elements.");
+  TORCH_CHECK(stride.size() == 3,
+              "There should be exactly three elements (depth, height, width) in stride, but got: ",
+              stride.size(), " elements.");
+  TORCH_CHECK(padding.size() == 3,
+              "There should be exactly three elements (depth, height, width) in padding, but got: ",
+              padding.size(), " elements.");
+  check_unpool_common(self, indices, "max_unpooling3d_forward_out_cpu(): ");
+  TORCH_CHECK(stride[0] > 0 && stride[1] > 0 && stride[2] > 0,
+              "strides should be greater than zero, but got stride: ", stride);
+  check_unpool_output_size(output_size, 3);
+  // The CPU writes 3-D unpooling contiguous whatever the input's layout.
+  launch_unpool(self, indices, output_size, 3, at::MemoryFormat::Contiguous, out, "max_unpool3d");
+  return out;
+}
+at::Tensor max_unpool3d(const at::Tensor& self, const at::Tensor& indices, c10::SymIntArrayRef output_size,
+                        at::IntArrayRef stride, at::IntArrayRef padding) {
+  at::Tensor out = at::empty({0}, self.options());
+  max_unpool3d_out(self, indices, output_size, stride, padding, out);
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("max_unpool2d", TORCH_FN(max_unpool2d));
+  m.impl("max_unpool2d.out", TORCH_FN(max_unpool2d_out));
+  m.impl("max_unpool3d", TORCH_FN(max_unpool3d));
+  m.impl("max_unpool3d.out", TORCH_FN(max_unpool3d_out));
   m.impl("max_pool2d_with_indices", TORCH_FN(max_pool2d_with_indices));
   m.impl("max_pool2d_with_indices.out", TORCH_FN(max_pool2d_with_indices_out));
   m.impl("max_pool2d_with_indices_backward", TORCH_FN(max_pool2d_with_indices_backward));

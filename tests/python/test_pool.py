@@ -1,6 +1,8 @@
 """Pooling ops against PyTorch's CPU: max / avg / adaptive pooling in 1-D, 2-D and 3-D, forward
 (values, indices, output memory format) and autograd backward, over window parameters,
 layouts, dtypes, empty batches and bad arguments."""
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -258,3 +260,118 @@ def test_pooling_model_strict_native():
     x = make((2, 3, 16, 14), torch.float32)
     compare_grad(model, x)
     compare_grad(lambda a: model(channels_last(a)), x)
+
+
+# ---------------------------------------------------------------- max unpooling
+
+A = torch.ops.aten
+
+
+def sync():
+    torch.vk.synchronize()
+
+
+def same_error(fn, *args):
+    """fn raises the same exception type and message on CPU and on vk (host-side checks)."""
+    with pytest.raises(Exception) as cpu:
+        fn(*args)
+    with pytest.raises(type(cpu.value)) as vk:
+        fn(*[a.to("vk") if isinstance(a, torch.Tensor) else a for a in args])
+        sync()
+    assert str(vk.value) == str(cpu.value)
+
+
+def pooled(shape, dtype, kernel, seed=0, dims=2):
+    """Values and unique max-pool indices (the input max_unpool expects)."""
+    x = make(shape, torch.float64, seed=seed)
+    pool = F.max_pool2d if dims == 2 else (F.max_pool3d if dims == 3 else F.max_pool1d)
+    y, idx = pool(x, kernel, return_indices=True)
+    return y.to(dtype), idx
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_max_unpool2d_dtypes_layouts(dtype):
+    y, idx = pooled((2, 3, 8, 6), dtype, 2)
+    for _, layout in list(layouts(y)) + [("channels_last", channels_last)]:
+        check(lambda a, i: F.max_unpool2d(layout(a), layout(i), 2), y, idx)
+        r = check(lambda a, i: F.max_unpool2d(layout(a), layout(i), 2, output_size=(9, 7)), y, idx)
+    assert F.max_unpool2d(channels_last(y.to("vk")), channels_last(idx.to("vk")), 2).is_contiguous(
+        memory_format=torch.channels_last)
+    check(lambda a, i: F.max_unpool2d(a, i, 2), y[0], idx[0])                 # no batch dim
+    check(lambda a, i: F.max_unpool2d(a, i, 2), y[:0], idx[:0])               # empty batch
+    check(lambda a, i: A.max_unpool2d(a, i, [0, 4]), y, idx)                  # empty output
+    compare_grad(lambda a: F.max_unpool2d(a, idx.to(a.device), 2), y)
+    compare_grad(lambda a: F.max_unpool2d(channels_last(a), channels_last(idx.to(a.device)), 2), y)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_max_unpool1d_3d(dtype):
+    y, idx = pooled((2, 3, 9), dtype, 3, dims=1)
+    check(lambda a, i: F.max_unpool1d(a, i, 3), y, idx)
+    check(lambda a, i: F.max_unpool1d(a, i, 3, output_size=(10,)), y[0], idx[0])
+    compare_grad(lambda a: F.max_unpool1d(a, idx.to(a.device), 3), y)
+    y3, idx3 = pooled((2, 2, 4, 6, 4), dtype, 2, dims=3)
+    for _, layout in layouts(y3):
+        check(lambda a, i: F.max_unpool3d(layout(a), layout(i), 2), y3, idx3)
+    check(lambda a, i: F.max_unpool3d(a, i, 2, output_size=(5, 7, 5)), y3, idx3)
+    r = check(lambda a, i: F.max_unpool3d(a.contiguous(memory_format=torch.channels_last_3d), i, 2), y3, idx3)
+    check(lambda a, i: F.max_unpool3d(a, i, 2), y3[0], idx3[0])               # no batch dim
+    check(lambda a, i: F.max_unpool3d(a, i, 2), y3[:0], idx3[:0])
+    compare_grad(lambda a: F.max_unpool3d(a, idx3.to(a.device), 2), y3)
+
+
+def test_max_unpool_out_variants():
+    y, idx = pooled((2, 3, 4, 4), torch.float32, 2)
+    check(lambda a, i: A.max_unpool2d.out(a, i, [8, 8], out=torch.empty(5, device=a.device)), y, idx)
+    y3, idx3 = pooled((1, 2, 4, 4, 4), torch.float32, 2, dims=3)
+    check(lambda a, i: A.max_unpool3d.out(a, i, [4, 4, 4], [2, 2, 2], [0, 0, 0],
+                                          out=torch.empty(0, device=a.device)), y3, idx3)
+
+
+def test_max_unpool_bad_arguments():
+    y, idx = pooled((2, 3, 4, 4), torch.float32, 2)
+    same_error(lambda a, i: A.max_unpool2d(a, i.int(), [4, 4]), y, idx)
+    same_error(lambda a, i: A.max_unpool2d(a, i, [4]), y, idx)
+    same_error(lambda a, i: A.max_unpool2d(a[0, 0], i[0, 0], [4, 4]), y, idx)
+    same_error(lambda a, i: A.max_unpool2d(a, i[:, :, :1], [4, 4]), y, idx)
+    same_error(lambda a, i: A.max_unpool2d(a[:, :0], i[:, :0], [4, 4]), y, idx)
+    same_error(lambda a, i: A.max_unpool2d(a, i, [-1, 4]), y, idx)
+    for dtype in INTS + [torch.bool]:
+        same_error(lambda a, i: A.max_unpool2d(a.to(dtype), i, [4, 4]), y, idx)
+    y3, i3 = y[None], idx[None]
+    same_error(lambda a, i: A.max_unpool3d(a, i.int(), [2, 4, 4], [1, 1, 1], [0, 0, 0]), y3, i3)
+    same_error(lambda a, i: A.max_unpool3d(a, i, [4, 4], [1, 1, 1], [0, 0, 0]), y3, i3)
+    same_error(lambda a, i: A.max_unpool3d(a, i, [2, 4, 4], [1, 1], [0, 0, 0]), y3, i3)
+    same_error(lambda a, i: A.max_unpool3d(a, i, [2, 4, 4], [1, 1, 1], [0, 0]), y3, i3)
+    same_error(lambda a, i: A.max_unpool3d(a, i, [2, 4, 4], [1, 0, 1], [0, 0, 0]), y3, i3)
+    same_error(lambda a, i: A.max_unpool3d(a[0, 0], i[0, 0], [2, 4, 4], [1, 1, 1], [0, 0, 0]), y3, i3)
+    same_error(lambda a, i: A.max_unpool3d(a, i[..., :1], [2, 4, 4], [1, 1, 1], [0, 0, 0]), y3, i3)
+    same_error(lambda a, i: A.max_unpool3d(a[:, :, :0], i[:, :, :0], [2, 4, 4], [1, 1, 1], [0, 0, 0]), y3, i3)
+    same_error(lambda a, i: A.max_unpool3d(a, i, [-1, 4, 4], [1, 1, 1], [0, 0, 0]), y3, i3)
+    same_error(lambda a, i: A.max_unpool3d(a.int(), i, [2, 4, 4], [1, 1, 1], [0, 0, 0]), y3, i3)
+
+
+@pytest.mark.parametrize("bad", [16, 99, -1])
+def test_max_unpool_invalid_index_raises_on_device(bad):
+    for dims in (2, 3):
+        x = torch.arange(1.0, 5.0).view((1,) * (dims - 1) + (1, 2, 2))
+        i = torch.tensor([0, 1, bad, 3]).view(x.shape)
+        size = [4, 4] if dims == 2 else [1, 4, 4]
+        fn = (lambda a, j: A.max_unpool2d(a, j, size)) if dims == 2 else (
+            lambda a, j: A.max_unpool3d(a, j, size, [1, 1, 1], [0, 0, 0]))
+        with pytest.raises(RuntimeError) as cpu:
+            fn(x, i)
+        assert "Found an invalid max index" in str(cpu.value)
+        before = torch.full((64,), 3.0, device="vk")
+        out = fn(x.to("vk"), i.to("vk"))  # asynchronous: found on the device
+        after = torch.full((64,), 5.0, device="vk")
+        with pytest.raises(RuntimeError, match=re.escape(str(cpu.value))):
+            sync()
+        sync()  # reported once
+        assert torch.equal(before.cpu(), torch.full((64,), 3.0))
+        assert torch.equal(after.cpu(), torch.full((64,), 5.0))
+        # The valid entries were written, nothing else.
+        expected = torch.zeros(16)
+        for k, v in ((0, 1.0), (1, 2.0), (3, 4.0)):
+            expected[k] = v
+        assert torch.equal(out.cpu().flatten(), expected)
