@@ -303,6 +303,8 @@ void store_f64(uint64_t base, int dt, int i, double v) {
 #define TVK_ERR_BCE_INPUT_OUT_OF_RANGE 8u
 #define TVK_ERR_BCE_TARGET_OUT_OF_RANGE 9u
 #define TVK_ERR_BERNOULLI_P_OUT_OF_RANGE 10u
+#define TVK_ERR_MAX_UNPOOL2D_INVALID_INDEX 11u
+#define TVK_ERR_MAX_UNPOOL3D_INVALID_INDEX 12u
 
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer TvkErrorRecord {
   uint state;  // 0 empty, 1 being written, 2 complete

@@ -9,6 +9,9 @@
 //   OP 5  avg pool backward            gi[i] = sum of go[o] / divisor(o) over windows with i
 //   OP 6  adaptive avg pool backward   gi[i] = sum of go[o] / area(o)
 //   OP 7  adaptive max pool backward   as OP 4 over adaptive windows
+//   OP 8  max unpool          y[idx[i]] = x[i] within each (batch, channel) plane (y pre-zeroed)
+//   OP 9  fractional max pool  max over a kernel-sized window starting at the pseudo-random
+//                              interval sequence of each plane (PyTorch's generate_intervals)
 // Forward: one invocation per output element. Backward: one invocation per grad_input element,
 // gathering over the outputs whose windows contain it in increasing output order (the CPU's
 // accumulation order; deterministic, no atomics).
@@ -28,6 +31,14 @@
 //   flags bit 1: count_include_pad. divisor != 0: divisor_override (may be negative).
 //   Specialization constants: 0 = local_size_x, 1 = in dtype, 2 = out dtype (-1: push constants).
 //   Grid: 1-D, any number of workgroups (a grid-stride loop covers the rest).
+// OP 8 / 9 use their own push layout (UnpoolPush below). OP 8 runs one invocation per pooled
+// element x[i] (in memory order) and scatters it; an index outside [0, plane) is not written
+// but reported to the stream's error record (TVK_ERR_MAX_UNPOOL{2,3}D_INVALID_INDEX, the CPU's
+// "Found an invalid max index"). Duplicate indices store in an unspecified order (the CPU: the
+// last in its loop order). OP 9 is contiguous only and reproduces the CPU's arithmetic: the
+// window start of output o < O - 1 along a dim is int((o + u) * alpha) - int(u * alpha) with u
+// the plane's sample and alpha = (I - K) / (O - 1) (host-computed), every step rounded to the
+// input dtype as c10::Half / BFloat16 arithmetic does; the last output starts at I - K.
 #extension GL_GOOGLE_include_directive : require
 
 #ifndef KIND
@@ -42,14 +53,38 @@
 #ifndef OP
 #define OP 0
 #endif
-#define BACKWARD (OP >= 4)
-#define IS_MAX (OP == 0 || OP == 3 || OP == 4 || OP == 7)
+#define UNPOOL (OP == 8)
+#define FRACTIONAL (OP == 9)
+#define BACKWARD (OP >= 4 && OP <= 7)
+#define IS_MAX (OP == 0 || OP == 3 || OP == 4 || OP == 7 || OP == 9)
 #define ADAPTIVE (OP == 2 || OP == 3 || OP == 6 || OP == 7)
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const int SPEC_IN_DT = -1;
 layout(constant_id = 2) const int SPEC_OUT_DT = -1;
 
+#if UNPOOL || FRACTIONAL
+layout(push_constant) uniform UnpoolPush {
+  uint64_t in_addr;    //   0: x
+  uint64_t out_addr;   //   8: y
+  uint64_t idx_addr;   //  16: indices (int64; OP 8: laid out like x, OP 9: like y)
+  uint64_t aux_addr;   //  24: OP 8: the stream's error record (0: do not report); OP 9:
+                       //      _random_samples, contiguous [>= batch, channels, sample_dims],
+                       //      dtype in_dtype
+  int batch;           //  32
+  int channels;        //  36
+  int in_size[3];      //  40: (D, H, W) of x
+  int out_size[3];     //  52: (D, H, W) of y
+  int kernel_size[3];  //  64: OP 9: the pool size
+  int flags;           //  76: bit 0: channels-last (OP 8); bit 2: 3-D unpooling (error code)
+  int in_dtype;        //  80
+  int out_dtype;       //  84
+  int sample_dims;     //  88: OP 9: samples per plane (2: W, H order; 3: D, H, W order)
+  int reserved;        //  92
+  uint64_t alpha_bits[3];  // 96: OP 9: alpha per (D, H, W) dim: float bits (float32 kind) or
+                           //     double bits (float64 kind)
+} pc;                  // 120 bytes
+#else
 layout(push_constant) uniform Push {
   uint64_t in_addr;   //   0: x (forward) or grad_output (backward)
   uint64_t out_addr;  //   8: y (forward) or grad_input (backward)
@@ -67,6 +102,7 @@ layout(push_constant) uniform Push {
   int in_dtype;       // 112
   int out_dtype;      // 116
 } pc;                 // 120 bytes
+#endif
 
 int g_in_dt, g_out_dt;
 ivec3 g_in_size, g_out_size, g_kernel, g_stride, g_pad, g_dilation;
@@ -117,7 +153,87 @@ void coords_of(int q, ivec3 sz, out int n, out int c, out ivec3 p) {
 int adaptive_start(int o, int O, int I) { return (o / O) * I + ((o % O) * I) / O; }
 int adaptive_end(int o, int O, int I) { return 1 + ((o + 1) * I - 1) / O; }
 
-#if !BACKWARD
+#if UNPOOL
+// ---------------------------------------------------------------- max unpool (scatter)
+void unpool(int q) {
+  int n, c;
+  ivec3 i;
+  coords_of(q, g_in_size, n, c, i);
+  int64_t index = RefI64(tvk_elem_addr(pc.idx_addr, q, 3)).v;
+  int plane = g_out_size.x * g_out_size.y * g_out_size.z;
+  if (index < 0l || index >= int64_t(plane)) {
+    if ((pc.flags & 4) != 0)
+      tvk_report_index_error(pc.aux_addr, TVK_ERR_MAX_UNPOOL3D_INVALID_INDEX, index,
+                             (int64_t(g_out_size.y) << 32) | int64_t(g_out_size.z), g_out_size.x);
+    else
+      tvk_report_index_error(pc.aux_addr, TVK_ERR_MAX_UNPOOL2D_INVALID_INDEX, index,
+                             int64_t(g_out_size.z), g_out_size.y);
+    return;
+  }
+  int s = int(index);
+  ivec3 o = ivec3(s / (g_out_size.y * g_out_size.z), (s / g_out_size.z) % g_out_size.y,
+                  s % g_out_size.z);
+  STORE_T(pc.out_addr, g_out_dt, offset_of(n, c, o, g_out_size), LOAD_T(pc.in_addr, g_in_dt, q));
+}
+#elif FRACTIONAL
+// ---------------------------------------------------------------- fractional max pool
+// `x` rounded to the input dtype (the CPU computes the intervals in scalar_t).
+T round_to_input(T x) {
+#if KIND == KIND_FLOAT32
+  if (g_in_dt == DT_FLOAT16) return tvk_half_to_float(tvk_float_to_half(x));
+  if (g_in_dt == DT_BFLOAT16) return tvk_bf16_to_float(tvk_float_to_bf16(x));
+#endif
+  return x;
+}
+
+T alpha_of(int k) {
+#if KIND == KIND_FLOAT64
+  return uint64BitsToDouble(pc.alpha_bits[k]);
+#else
+  return uintBitsToFloat(uint(pc.alpha_bits[k]));
+#endif
+}
+
+// Window start of output o along dim k (I inputs, O outputs, pool size K, sample u).
+int interval_start(int o, int k, T u) {
+  int I = g_in_size[k], O = g_out_size[k], K = g_kernel[k];
+  if (o == O - 1) return I - K;
+  T alpha = alpha_of(k);
+  precise T t = round_to_input(round_to_input(T(o)) + u);
+  precise T a = round_to_input(t * alpha);
+  precise T b = round_to_input(u * alpha);
+  return int(a) - int(b);
+}
+
+void fractional(int q) {
+  int n, c;
+  ivec3 o;
+  coords_of(q, g_out_size, n, c, o);
+  ivec3 lo;
+  int plane = n * pc.channels + c;
+  for (int k = 0; k < 3; ++k) {
+    // 2-D samples are (W, H); 3-D samples are (D, H, W).
+    int which = pc.sample_dims == 2 ? (k == 2 ? 0 : (k == 1 ? 1 : -1)) : k;
+    T u = which < 0 ? T(0) : LOAD_T(pc.aux_addr, g_in_dt, plane * pc.sample_dims + which);
+    lo[k] = which < 0 ? 0 : interval_start(o[k], k, u);
+  }
+  ivec3 hi = lo + g_kernel;
+  ivec3 isz = g_in_size;
+  T best = T(T_LOWEST);
+  int best_index = (lo.x * isz.y + lo.y) * isz.z + lo.z;
+  for (int d = lo.x; d < hi.x; ++d)
+    for (int h = lo.y; h < hi.y; ++h)
+      for (int w = lo.z; w < hi.z; ++w) {
+        T v = LOAD_T(pc.in_addr, g_in_dt, offset_of(n, c, ivec3(d, h, w), isz));
+        if (v > best || t_isnan(v)) {
+          best = v;
+          best_index = (d * isz.y + h) * isz.z + w;
+        }
+      }
+  STORE_T(pc.out_addr, g_out_dt, q, best);
+  RefI64(tvk_elem_addr(pc.idx_addr, q, 3)).v = int64_t(best_index);
+}
+#elif !BACKWARD
 // ---------------------------------------------------------------- forward
 void forward(int q) {
   int n, c;
@@ -247,10 +363,12 @@ void main() {
   g_in_size = ivec3(pc.in_size[0], pc.in_size[1], pc.in_size[2]);
   g_out_size = ivec3(pc.out_size[0], pc.out_size[1], pc.out_size[2]);
   g_kernel = ivec3(pc.kernel_size[0], pc.kernel_size[1], pc.kernel_size[2]);
+#if !UNPOOL && !FRACTIONAL
   g_stride = ivec3(pc.stride[0], pc.stride[1], pc.stride[2]);
   g_pad = ivec3(pc.pad[0], pc.pad[1], pc.pad[2]);
   g_dilation = ivec3(pc.dilation[0], pc.dilation[1], pc.dilation[2]);
-#if BACKWARD
+#endif
+#if BACKWARD || UNPOOL
   ivec3 sz = g_in_size;
 #else
   ivec3 sz = g_out_size;
@@ -258,7 +376,11 @@ void main() {
   uint total = uint(pc.batch) * uint(pc.channels) * uint(sz.x * sz.y * sz.z);
   uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint q = gl_GlobalInvocationID.x; q < total; q += step) {
-#if BACKWARD
+#if UNPOOL
+    unpool(int(q));
+#elif FRACTIONAL
+    fractional(int(q));
+#elif BACKWARD
     backward(int(q));
 #else
     forward(int(q));

@@ -1,5 +1,6 @@
 // Native pooling ops: max_pool2d/3d_with_indices, avg_pool2d/3d, adaptive_max_pool2d/3d,
-// _adaptive_avg_pool2d/3d, forward and backward (functional and out=). max_pool1d/2d,
+// _adaptive_avg_pool2d/3d, fractional_max_pool2d/3d, forward and backward (functional and
+// out=), and max_unpool2d/3d (whose autograd backward is a gather). max_pool1d/2d,
 // avg_pool1d, adaptive_*_pool1d and F.adaptive_avg_pool2d are composites of these.
 // Shapes, dtypes and argument checks come from PyTorch's meta functions (the structured ops)
 // or repeat the CPU's checks and messages (the others). The kernel (src/kernels/pool.h) works
@@ -7,6 +8,7 @@
 // kernels do); operands in another layout are copied into that one first.
 #include <ATen/ATen.h>
 #include <ATen/native/AdaptivePooling.h>
+#include <ATen/native/FractionalMaxPooling.h>
 #include <ATen/native/Pool.h>
 #include <ATen/ops/adaptive_max_pool2d_backward_meta.h>
 #include <ATen/ops/adaptive_max_pool2d_meta.h>
@@ -16,6 +18,9 @@
 #include <ATen/ops/avg_pool2d_meta.h>
 #include <ATen/ops/avg_pool3d_backward_meta.h>
 #include <ATen/ops/avg_pool3d_meta.h>
+#include <ATen/ops/fractional_max_pool2d_backward_meta.h>
+#include <ATen/ops/fractional_max_pool2d_meta.h>
+#include <ATen/ops/fractional_max_pool3d_meta.h>
 #include <ATen/ops/max_pool2d_with_indices_backward_meta.h>
 #include <ATen/ops/max_pool2d_with_indices_meta.h>
 #include <c10/core/DeviceGuard.h>
@@ -585,9 +590,283 @@ at::Tensor& adaptive_avg_pool3d_backward_out(const at::Tensor& grad, const at::T
   return grad_input;
 }
 
+// ---------------------------------------------------------------- max_unpool2d / 3d
+// Not structured in PyTorch: the CPU's checks and messages (aten/src/ATen/native/MaxUnpooling.cpp).
+// The output is zero-filled, then the kernel scatters each pooled value to its index within
+// its (batch, channel) plane and reports an index outside the plane on the device (the CPU's
+// "Found an invalid max index"). Duplicate indices: the CPU's last write (in its loop order)
+// wins; on the device the order is unspecified.
+
+void check_unpool_common(const at::Tensor& self, const at::Tensor& indices, const char* fn) {
+  TORCH_CHECK(self.sizes() == indices.sizes(),
+              "Expected shape of indices to be same as that of the input tensor (", self.sizes(),
+              ") but got indices tensor with shape: ", indices.sizes());
+  for (int64_t i = 1; i < self.dim(); ++i)
+    TORCH_CHECK(self.size(i) > 0, fn,
+                "Expected input to have non-zero size for non-batch dimensions, but got ",
+                self.sizes(), " with dimension ", i, " being empty.");
+}
+
+void check_unpool_output_size(at::IntArrayRef output_size, int dims) {
+  bool ok = true;
+  for (int64_t v : output_size) ok = ok && v >= 0;
+  if (dims == 2) {
+    TORCH_CHECK(ok, "max_unpooling2d(): output_size must contain non-negative spatial dimensions, but got output_size=(",
+                output_size[0], ", ", output_size[1], ")");
+  } else {
+    TORCH_CHECK(ok, "max_unpooling3d(): output_size must contain non-negative spatial dimensions, but got output_size=(",
+                output_size[0], ", ", output_size[1], ", ", output_size[2], ")");
+  }
+}
+
+// Resizes `out` to the unpooled shape in `layout`, zero-fills it and scatters.
+void launch_unpool(const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef output_size,
+                   int dims, at::MemoryFormat layout, at::Tensor& out, const char* name) {
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "Expected out tensor to have dtype ",
+              self.scalar_type(), ", but got ", out.scalar_type(), " instead");
+  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end() - dims);
+  sizes.insert(sizes.end(), output_size.begin(), output_size.end());
+  out.resize_(sizes, self.dim() == dims + 2 ? layout : at::MemoryFormat::Contiguous);
+  out.zero_();
+  if (out.numel() == 0 || self.numel() == 0) return;
+  check_dtype_in(self, {}, name);
+  const at::Tensor x = self.contiguous(layout);
+  const at::Tensor idx = indices.contiguous(layout);
+  const at::Tensor out_t = out.is_contiguous(layout) ? out : at::zeros(out.sizes(), out.options().memory_format(layout));
+  kernels::Pool p;
+  p.op = PoolOp::MaxUnpool;
+  p.kind = kind_for({x.scalar_type()});
+  p.channels_last = is_channels_last(layout) && self.dim() == dims + 2;
+  p.unpool_3d = dims == 3;
+  const int64_t nd = self.dim();
+  p.batch = nd == dims + 2 ? self.size(0) : 1;
+  p.channels = self.size(nd - dims - 1);
+  for (int k = 0; k < dims; ++k) {
+    p.in_size[3 - dims + k] = self.size(nd - dims + k);
+    p.out_size[3 - dims + k] = output_size[k];
+  }
+  p.in = operand(x, name);
+  p.out = operand(out_t, name);
+  p.indices = operand(idx, name);
+  const c10::DeviceGuard guard(out.device());
+  tvk::Stream& stream = current_stream(out.device().index());
+  translate_errors([&] { kernels::pool(stream, p); });
+  if (!out_t.is_same(out)) out.copy_(out_t);
+}
+
+at::Tensor& max_unpool2d_out(const at::Tensor& self, const at::Tensor& indices,
+                             c10::SymIntArrayRef output_size_sym, at::Tensor& out) {
+  const at::IntArrayRef output_size = C10_AS_INTARRAYREF_SLOW(output_size_sym);
+  TORCH_CHECK(indices.scalar_type() == at::kLong,
+              "elements in indices should be type int64 but got: ", indices.scalar_type());
+  TORCH_CHECK(output_size.size() == 2,
+              "There should be exactly two elements (height, width) in output_size, but got ",
+              output_size.size(), " elements.");
+  TORCH_CHECK(self.dim() == 3 || self.dim() == 4,
+              "Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with ",
+              self.dim(), " dimensions.");
+  check_unpool_common(self, indices, "max_unpooling2d_forward_out_cpu(): ");
+  check_unpool_output_size(output_size, 2);
+  launch_unpool(self, indices, output_size, 2, layout_of(self, 2), out, "max_unpool2d");
+  return out;
+}
+at::Tensor max_unpool2d(const at::Tensor& self, const at::Tensor& indices, c10::SymIntArrayRef output_size) {
+  at::Tensor out = at::empty({0}, self.options());
+  max_unpool2d_out(self, indices, output_size, out);
+  return out;
+}
+
+at::Tensor& max_unpool3d_out(const at::Tensor& self, const at::Tensor& indices,
+                             c10::SymIntArrayRef output_size_sym, at::IntArrayRef stride,
+                             at::IntArrayRef padding, at::Tensor& out) {
+  const at::IntArrayRef output_size = C10_AS_INTARRAYREF_SLOW(output_size_sym);
+  TORCH_CHECK(indices.scalar_type() == at::kLong, "elements in indices should be type int64");
+  TORCH_CHECK(self.dim() == 4 || self.dim() == 5,
+              "Input to max_unpooling3d should be a 4d or 5d Tensor, but got a tensor with ",
+              self.dim(), " dimensions.");
+  TORCH_CHECK(output_size.size() == 3,
+              "There should be exactly three elements (depth, height, width) in output_size, but got ",
+              output_size.size(), " elements.");
+  TORCH_CHECK(stride.size() == 3,
+              "There should be exactly three elements (depth, height, width) in stride, but got: ",
+              stride.size(), " elements.");
+  TORCH_CHECK(padding.size() == 3,
+              "There should be exactly three elements (depth, height, width) in padding, but got: ",
+              padding.size(), " elements.");
+  check_unpool_common(self, indices, "max_unpooling3d_forward_out_cpu(): ");
+  TORCH_CHECK(stride[0] > 0 && stride[1] > 0 && stride[2] > 0,
+              "strides should be greater than zero, but got stride: ", stride);
+  check_unpool_output_size(output_size, 3);
+  // The CPU writes 3-D unpooling contiguous whatever the input's layout.
+  launch_unpool(self, indices, output_size, 3, at::MemoryFormat::Contiguous, out, "max_unpool3d");
+  return out;
+}
+at::Tensor max_unpool3d(const at::Tensor& self, const at::Tensor& indices, c10::SymIntArrayRef output_size,
+                        at::IntArrayRef stride, at::IntArrayRef padding) {
+  at::Tensor out = at::empty({0}, self.options());
+  max_unpool3d_out(self, indices, output_size, stride, padding, out);
+  return out;
+}
+
+// ---------------------------------------------------------------- fractional_max_pool2d / 3d
+// Shapes and checks: the meta functions (2-D forward / backward, 3-D forward) plus the CPU
+// kernels' own checks (fractional_max_pool_check_shape, the 3-D backward's gradOutput checks).
+// The forward kernel rebuilds the CPU's interval sequence from the same samples, so equal
+// samples give equal results. The backward is a composite: grad_input = zeros, then per
+// (batch, channel) plane scatter_add of grad_output at the indices (the CPU's
+// gradInput[index] += gradOutput[o]).
+
+template <int Dims>
+void fractional_forward(const at::Tensor& input, at::IntArrayRef pool_size, at::IntArrayRef output_size,
+                        const at::Tensor& samples, const at::Tensor& output, const at::Tensor& indices,
+                        const char* name) {
+  at::native::fractional_max_pool_check_shape<Dims>(input, samples);
+  if (output.numel() == 0) return;
+  check_dtype_in(input, {}, name);
+  const at::Tensor x = input.contiguous();
+  const at::Tensor u = samples.contiguous();
+  const at::Tensor out_t = output.is_contiguous() ? output : at::empty(output.sizes(), output.options());
+  const at::Tensor idx_t = indices.is_contiguous() ? indices : at::empty(indices.sizes(), indices.options());
+  kernels::Pool p;
+  p.op = PoolOp::FractionalMax;
+  p.kind = kind_for({x.scalar_type()});
+  const int64_t nd = x.dim();
+  p.batch = nd == Dims + 2 ? x.size(0) : 1;
+  p.channels = x.size(nd - Dims - 1);
+  for (int k = 0; k < Dims; ++k) {
+    const int d = 3 - Dims + k;
+    p.in_size[d] = x.size(nd - Dims + k);
+    p.out_size[d] = output_size[k];
+    p.kernel[d] = pool_size[k];
+    // alpha as the CPU computes it (generate_intervals): in the input's dtype.
+    if (output_size[k] > 1) {
+      AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "fractional_max_pool_alpha", [&] {
+        const scalar_t alpha = static_cast<scalar_t>(p.in_size[d] - p.kernel[d]) /
+                               static_cast<scalar_t>(output_size[k] - 1);
+        p.alpha[d] = static_cast<double>(alpha);
+      });
+    }
+  }
+  p.samples = operand(u, name);
+  p.sample_dims = Dims;
+  p.in = operand(x, name);
+  p.out = operand(out_t, name);
+  p.indices = operand(idx_t, name);
+  const c10::DeviceGuard guard(output.device());
+  tvk::Stream& stream = current_stream(output.device().index());
+  translate_errors([&] { kernels::pool(stream, p); });
+  if (!out_t.is_same(output)) output.copy_(out_t);
+  if (!idx_t.is_same(indices)) indices.copy_(idx_t);
+}
+
+std::tuple<at::Tensor, at::Tensor> fractional_max_pool2d(const at::Tensor& input, at::IntArrayRef pool_size,
+                                                         at::IntArrayRef output_size, const at::Tensor& samples) {
+  Structured<at::meta::structured_fractional_max_pool2d, 2> s;
+  s.meta(input, pool_size, output_size, samples);
+  fractional_forward<2>(input, pool_size, output_size, samples, s.outs[0], s.outs[1], "fractional_max_pool2d_out_frame");
+  return {s.outs[0], s.outs[1]};
+}
+std::tuple<at::Tensor&, at::Tensor&> fractional_max_pool2d_out(const at::Tensor& input, at::IntArrayRef pool_size,
+                                                               at::IntArrayRef output_size, const at::Tensor& samples,
+                                                               at::Tensor& output, at::Tensor& indices) {
+  Structured<at::meta::structured_fractional_max_pool2d, 2> s(output, indices);
+  s.meta(input, pool_size, output_size, samples);
+  fractional_forward<2>(input, pool_size, output_size, samples, output, indices, "fractional_max_pool2d_out_frame");
+  return {output, indices};
+}
+std::tuple<at::Tensor, at::Tensor> fractional_max_pool3d(const at::Tensor& input, at::IntArrayRef pool_size,
+                                                         at::IntArrayRef output_size, const at::Tensor& samples) {
+  Structured<at::meta::structured_fractional_max_pool3d, 2> s;
+  s.meta(input, pool_size, output_size, samples);
+  fractional_forward<3>(input, pool_size, output_size, samples, s.outs[0], s.outs[1], "fractional_max_pool3d_out_frame");
+  return {s.outs[0], s.outs[1]};
+}
+std::tuple<at::Tensor&, at::Tensor&> fractional_max_pool3d_out(const at::Tensor& input, at::IntArrayRef pool_size,
+                                                               at::IntArrayRef output_size, const at::Tensor& samples,
+                                                               at::Tensor& output, at::Tensor& indices) {
+  Structured<at::meta::structured_fractional_max_pool3d, 2> s(output, indices);
+  s.meta(input, pool_size, output_size, samples);
+  fractional_forward<3>(input, pool_size, output_size, samples, output, indices, "fractional_max_pool3d_out_frame");
+  return {output, indices};
+}
+
+// grad_input (shaped like input) = 0, then grad_input[plane, indices[plane, o]] += grad[plane, o].
+template <int Dims>
+void fractional_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& indices,
+                         const at::Tensor& grad_input, const char* name) {
+  TORCH_CHECK(grad.scalar_type() == input.scalar_type(), "expected scalar type ", input.scalar_type(),
+              " but found ", grad.scalar_type());
+  TORCH_CHECK(indices.sizes() == grad.sizes(), name, ": indices sizes unexpected");
+  grad_input.zero_();
+  if (grad_input.numel() == 0 || grad.numel() == 0) return;
+  check_dtype_in(grad, {}, name);
+  const int64_t planes = input.numel() / [&] {
+    int64_t n = 1;
+    for (int k = 0; k < Dims; ++k) n *= input.size(input.dim() - Dims + k);
+    return n;
+  }();
+  const at::Tensor gi = grad_input.is_contiguous() ? grad_input : at::zeros(grad_input.sizes(), grad_input.options());
+  gi.view({planes, -1}).scatter_add_(1, indices.contiguous().view({planes, -1}), grad.contiguous().view({planes, -1}));
+  if (!gi.is_same(grad_input)) grad_input.copy_(gi);
+}
+
+at::Tensor fractional_max_pool2d_backward(const at::Tensor& grad, const at::Tensor& input, at::IntArrayRef pool_size,
+                                          at::IntArrayRef output_size, const at::Tensor& indices) {
+  Structured<at::meta::structured_fractional_max_pool2d_backward> s;
+  s.meta(grad, input, pool_size, output_size, indices);
+  fractional_backward<2>(grad, input, indices, s.outs[0], "fractional_max_pool2d_backward_out_frame");
+  return s.outs[0];
+}
+at::Tensor& fractional_max_pool2d_backward_out(const at::Tensor& grad, const at::Tensor& input,
+                                               at::IntArrayRef pool_size, at::IntArrayRef output_size,
+                                               const at::Tensor& indices, at::Tensor& grad_input) {
+  Structured<at::meta::structured_fractional_max_pool2d_backward> s(grad_input);
+  s.meta(grad, input, pool_size, output_size, indices);
+  fractional_backward<2>(grad, input, indices, grad_input, "fractional_max_pool2d_backward_out_frame");
+  return grad_input;
+}
+
+// Not structured in PyTorch: the CPU's checks (FractionalMaxPool3d.cpp).
+at::Tensor& fractional_max_pool3d_backward_out(const at::Tensor& grad, const at::Tensor& input,
+                                               at::IntArrayRef pool_size, at::IntArrayRef output_size,
+                                               const at::Tensor& indices, at::Tensor& grad_input) {
+  TORCH_CHECK(output_size.size() == 3, "fractional_max_pool3d_backward_out(): output_size must have 3 elements");
+  const int64_t nd = input.dim();
+  TORCH_CHECK(nd == 4 || nd == 5, "fractional_max_pool3d_backward_out(): Expected 4D or 5D tensor, but got: ",
+              input.sizes());
+  TORCH_CHECK(grad.dim() == nd, "fractional_max_pool3d_backward_out(): gradOutput sizes unexpected");
+  TORCH_CHECK(output_size[0] == grad.size(nd - 3), "fractional_max_pool3d_backward_out(): gradOutput time unexpected");
+  TORCH_CHECK(output_size[1] == grad.size(nd - 2), "fractional_max_pool3d_backward_out(): gradOutput height unexpected");
+  TORCH_CHECK(output_size[2] == grad.size(nd - 1), "fractional_max_pool3d_backward_out(): gradOutput width unexpected");
+  TORCH_CHECK(grad.sizes().slice(0, nd - 3) == input.sizes().slice(0, nd - 3),
+              "fractional_max_pool3d_backward_out(): gradOutput sizes unexpected");
+  (void)pool_size;
+  grad_input.resize_(input.sizes());
+  fractional_backward<3>(grad, input, indices, grad_input, "fractional_max_pool3d_backward_out_frame");
+  return grad_input;
+}
+at::Tensor fractional_max_pool3d_backward(const at::Tensor& grad, const at::Tensor& input, at::IntArrayRef pool_size,
+                                          at::IntArrayRef output_size, const at::Tensor& indices) {
+  at::Tensor grad_input = at::empty({0}, input.options());
+  fractional_max_pool3d_backward_out(grad, input, pool_size, output_size, indices, grad_input);
+  return grad_input;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("max_unpool2d", TORCH_FN(max_unpool2d));
+  m.impl("max_unpool2d.out", TORCH_FN(max_unpool2d_out));
+  m.impl("max_unpool3d", TORCH_FN(max_unpool3d));
+  m.impl("max_unpool3d.out", TORCH_FN(max_unpool3d_out));
+  m.impl("fractional_max_pool2d", TORCH_FN(fractional_max_pool2d));
+  m.impl("fractional_max_pool2d.output", TORCH_FN(fractional_max_pool2d_out));
+  m.impl("fractional_max_pool2d_backward", TORCH_FN(fractional_max_pool2d_backward));
+  m.impl("fractional_max_pool2d_backward.grad_input", TORCH_FN(fractional_max_pool2d_backward_out));
+  m.impl("fractional_max_pool3d", TORCH_FN(fractional_max_pool3d));
+  m.impl("fractional_max_pool3d.output", TORCH_FN(fractional_max_pool3d_out));
+  m.impl("fractional_max_pool3d_backward", TORCH_FN(fractional_max_pool3d_backward));
+  m.impl("fractional_max_pool3d_backward.grad_input", TORCH_FN(fractional_max_pool3d_backward_out));
   m.impl("max_pool2d_with_indices", TORCH_FN(max_pool2d_with_indices));
   m.impl("max_pool2d_with_indices.out", TORCH_FN(max_pool2d_with_indices_out));
   m.impl("max_pool2d_with_indices_backward", TORCH_FN(max_pool2d_with_indices_backward));

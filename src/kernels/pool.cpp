@@ -2,6 +2,7 @@
 // (output elements forward, grad_input elements backward) in memory order, 256 per workgroup.
 #include "kernels/pool.h"
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,26 @@ struct PoolPush {
 };
 static_assert(sizeof(PoolPush) == 120);
 
+// Mirrors `UnpoolPush` in shaders/pool.comp (MaxUnpool and FractionalMax).
+struct UnpoolPush {
+  uint64_t in_addr;
+  uint64_t out_addr;
+  uint64_t idx_addr;
+  uint64_t aux_addr;
+  int32_t batch;
+  int32_t channels;
+  int32_t in_size[3];
+  int32_t out_size[3];
+  int32_t kernel[3];
+  int32_t flags;
+  int32_t in_dtype;
+  int32_t out_dtype;
+  int32_t sample_dims;
+  int32_t reserved;
+  uint64_t alpha_bits[3];
+};
+static_assert(sizeof(UnpoolPush) == 120);
+
 constexpr const char* kWhere = "tvk::kernels::pool";
 constexpr uint32_t kWorkgroup = 256;
 
@@ -46,6 +67,8 @@ const char* op_name(PoolOp op) {
     case PoolOp::AvgBackward: return "avg_backward";
     case PoolOp::AdaptiveAvgBackward: return "adaptive_avg_backward";
     case PoolOp::AdaptiveMaxBackward: return "adaptive_max_backward";
+    case PoolOp::MaxUnpool: return "max_unpool";
+    case PoolOp::FractionalMax: return "fractional_max";
   }
   return "?";
 }
@@ -65,11 +88,86 @@ int64_t checked_numel(int64_t batch, int64_t channels, const std::array<int64_t,
   return n;
 }
 
+// MaxUnpool and FractionalMax: their own push layout.
+void unpool_or_fractional(Stream& stream, const Pool& p) {
+  const bool unpool = p.op == PoolOp::MaxUnpool;
+  const char* kind_name = p.kind == ComputeKind::Float32   ? "float32"
+                          : p.kind == ComputeKind::Float64 ? "float64"
+                                                           : nullptr;
+  if (!kind_name) invalid(kWhere, std::string("op ") + op_name(p.op) + " is not built for this kind");
+  const bool f64 = p.kind == ComputeKind::Float64;
+  if (f64 && !stream.device().caps().float64)
+    throw std::invalid_argument("float64 is not supported on this device (no shaderFloat64)");
+  if (p.batch < 0 || p.channels < 0) invalid(kWhere, "negative batch or channel count");
+  for (int k = 0; k < 3; ++k) {
+    if (p.in_size[k] < 0 || p.out_size[k] < 0 || p.in_size[k] > kMaxIndex || p.out_size[k] > kMaxIndex)
+      invalid(kWhere, "spatial sizes must be non-negative and fit in int32");
+    if (!unpool && (p.kernel[k] < 0 || p.in_size[k] < 1 || p.out_size[k] < 1 ||
+                    p.out_size[k] + p.kernel[k] - 1 > p.in_size[k]))
+      invalid(kWhere, "fractional pooling windows must lie inside the input");
+  }
+  const int64_t in_numel = checked_numel(p.batch, p.channels, p.in_size, "input");
+  const int64_t out_numel = checked_numel(p.batch, p.channels, p.out_size, "output");
+  const int64_t produced = unpool ? in_numel : out_numel;
+  // Unpooling into empty planes: every index is invalid, but there is nowhere to write and the
+  // caller reports that case itself (no output elements: nothing recorded).
+  if (produced == 0 || out_numel == 0) return;
+  check_operand(p.out, "output", f64);
+  check_operand(p.in, "input", f64);
+  check_operand(p.indices, "indices", f64);
+  if (p.indices.dtype != DType::Int64) invalid(kWhere, "indices must be Int64");
+  if (!unpool) {
+    if (p.channels_last) invalid(kWhere, "fractional pooling is contiguous only");
+    check_operand(p.samples, "samples", f64);
+    if (p.samples.dtype != p.in.dtype) invalid(kWhere, "samples must have the input's dtype");
+    if (p.sample_dims != 2 && p.sample_dims != 3) invalid(kWhere, "sample_dims must be 2 or 3");
+    if (p.batch * p.channels * p.sample_dims > kMaxIndex)
+      invalid(kWhere, "samples: more elements than the kernel's 32-bit index range");
+  }
+
+  const std::string name = std::string("pool.") + op_name(p.op) + "." + kind_name;
+  const ShaderBinary* shader = find_shader(name);
+  if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
+
+  UnpoolPush push{};
+  push.in_addr = p.in.address;
+  push.out_addr = p.out.address;
+  push.idx_addr = p.indices.address;
+  push.aux_addr = unpool ? stream.device_error_address() : p.samples.address;
+  push.batch = static_cast<int32_t>(p.batch);
+  push.channels = static_cast<int32_t>(p.channels);
+  for (int k = 0; k < 3; ++k) {
+    push.in_size[k] = static_cast<int32_t>(p.in_size[k]);
+    push.out_size[k] = static_cast<int32_t>(p.out_size[k]);
+    push.kernel[k] = static_cast<int32_t>(unpool ? 1 : p.kernel[k]);
+    if (f64) {
+      std::memcpy(&push.alpha_bits[k], &p.alpha[k], sizeof(double));
+    } else {
+      const float a = static_cast<float>(p.alpha[k]);
+      uint32_t bits = 0;
+      std::memcpy(&bits, &a, sizeof(float));
+      push.alpha_bits[k] = bits;
+    }
+  }
+  push.flags = (p.channels_last ? 1 : 0) | (p.unpool_3d ? 4 : 0);
+  push.in_dtype = static_cast<int32_t>(p.in.dtype);
+  push.out_dtype = static_cast<int32_t>(p.out.dtype);
+  push.sample_dims = unpool ? 0 : p.sample_dims;
+  std::vector<uint32_t> spec;
+  if (tuning().specialize_dtypes)
+    spec = {static_cast<uint32_t>(p.in.dtype), static_cast<uint32_t>(p.out.dtype)};
+  else
+    spec = {UINT32_MAX, UINT32_MAX};
+  VkPipeline pipeline = stream.device().pipelines().get(*shader, kWorkgroup, spec);
+  stream.dispatch(pipeline, group_count(stream, produced, kWorkgroup), 1, 1, &push, sizeof(push));
+}
+
 }  // namespace
 
 void pool(Stream& stream, const Pool& p) {
   const int opi = static_cast<int>(p.op);
-  if (opi < 0 || opi > 7) invalid(kWhere, "invalid op " + std::to_string(opi));
+  if (opi < 0 || opi > 9) invalid(kWhere, "invalid op " + std::to_string(opi));
+  if (p.op == PoolOp::MaxUnpool || p.op == PoolOp::FractionalMax) return unpool_or_fractional(stream, p);
   const bool backward = opi >= 4;
   const bool is_max = p.op == PoolOp::Max || p.op == PoolOp::AdaptiveMax ||
                       p.op == PoolOp::MaxBackward || p.op == PoolOp::AdaptiveMaxBackward;

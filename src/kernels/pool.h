@@ -26,6 +26,14 @@ enum class PoolOp : int32_t {
   AvgBackward = 5,          // grad_in[i] = sum of grad_out[o] / divisor(o) over windows with i
   AdaptiveAvgBackward = 6,  // grad_in[i] = sum of grad_out[o] / kd / kh / kw
   AdaptiveMaxBackward = 7,  // as MaxBackward over adaptive windows
+  // out[plane, indices[i]] = in[i] (in: the pooled values, in_size its dims; out: pre-zeroed,
+  // out_size its dims). An index outside [0, out plane size) is skipped and reported on the
+  // device (MaxUnpool2dInvalidIndex, or MaxUnpool3dInvalidIndex when `unpool_3d`); duplicate
+  // indices store in an unspecified order.
+  MaxUnpool = 8,
+  // out = max over the kernel-sized window at PyTorch's fractional interval starts, indices =
+  // its flat spatial index. Contiguous only.
+  FractionalMax = 9,
 };
 
 struct Pool {
@@ -44,10 +52,18 @@ struct Pool {
   Operand out;      // y (forward) or grad_input (backward)
   Operand in;       // x (forward) or grad_output (backward)
   Operand indices;  // Int64, laid out like the pooled output: written by Max / AdaptiveMax
-                    // (address 0: not written), read by the max backward ops
+                    // (address 0: not written) and FractionalMax, read by the max backward
+                    // ops and MaxUnpool
+  bool unpool_3d = false;  // MaxUnpool: which error (and message) an invalid index reports
+  // FractionalMax: _random_samples, contiguous [>= batch, channels, sample_dims] of the input's
+  // dtype; sample_dims 2 holds (W, H) per plane, 3 holds (D, H, W). `alpha` per (D, H, W) dim
+  // is (I - K) / (O - 1) already rounded to the input dtype (any value when O == 1).
+  Operand samples;
+  int sample_dims = 0;
+  std::array<double, 3> alpha{0, 0, 0};
 };
 
-// Records the op on `stream`. The caller has validated the geometry the way PyTorch does
+// Records the op on `stream`. MaxUnpool and FractionalMax take kinds Float32 and Float64 only. The caller has validated the geometry the way PyTorch does
 // (positive kernel / stride / dilation, pad <= kernel / 2, outputs >= 1 per dim); an empty
 // batch or channel count records nothing. Throws std::invalid_argument for a kind the op is not
 // built for, Float64 without shaderFloat64 ("float64 is not supported on this device (no

@@ -70,6 +70,12 @@ enum class DeviceErrorCode : uint32_t {
   // RuntimeError "Expected p_in >= 0 && p_in <= 1 to be true, but got false." (bernoulli with
   // a probability tensor)
   BernoulliProbabilityOutOfRange = 10,
+  // RuntimeError "Found an invalid max index: {index} (output volumes are of size {dim}x{size})"
+  // (max_unpool2d: dim = output height, size = output width)
+  MaxUnpool2dInvalidIndex = 11,
+  // Same text with "{dim}x{size >> 32}x{size & 0xffffffff}" (max_unpool3d: dim = output depth,
+  // size = output height << 32 | output width)
+  MaxUnpool3dInvalidIndex = 12,
 };
 
 // Layout of the per-stream error record in device memory (mirrored by TvkErrorRecord in

@@ -731,6 +731,15 @@ void throw_device_error(const DeviceErrorRecord& r) {
       throw DeviceAssertError(
           "Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error message "
           "be improved?  If so, please report an enhancement request to PyTorch.)");
+    case DeviceErrorCode::MaxUnpool2dInvalidIndex:
+      throw DeviceAssertError(detail::concat("Found an invalid max index: ", r.index,
+                                             " (output volumes are of size ", r.dim, "x", r.size,
+                                             ")"));
+    case DeviceErrorCode::MaxUnpool3dInvalidIndex:
+      throw DeviceAssertError(detail::concat(
+          "Found an invalid max index: ", r.index, " (output volumes are of size ", r.dim, "x",
+          static_cast<uint64_t>(r.size) >> 32, "x", static_cast<uint64_t>(r.size) & 0xffffffffu,
+          ")"));
     default:
       throw DeviceAssertError(detail::concat("torch-vk: a kernel reported device error code ",
                                              r.code, " (index ", r.index, ", size ", r.size,
