@@ -121,7 +121,38 @@ at::Tensor rsub(const at::Tensor& self, const at::Tensor& other, const Scalar& a
 
 TVK_UNARY_FLOAT_OP(sinc, "sinc")
 TVK_UNARY_FLOAT_OP(entr, "entr")
+TVK_UNARY_FLOAT_OP(i0, "i0")
 #undef TVK_UNARY_FLOAT_OP
+
+// out = kernel(a) for the special_* unary ops: integer inputs promote to the default float
+// dtype; `floats_only` ops (the CPU dispatches them for float32/float64 only) reject
+// float16/bfloat16 with the CPU kernel's error under `cpu_name`.
+at::Tensor& unary_special(const char* kernel, bool floats_only, const char* cpu_name, at::Tensor& out,
+                          const at::Tensor& a) {
+  auto iter = at::TensorIterator::unary_float_op(out, a);
+  const at::ScalarType dtype = iter.common_dtype();
+  if (floats_only && dtype != at::kFloat && dtype != at::kDouble) raise_not_implemented_for(cpu_name, dtype);
+  launch_elementwise(iter, kernel, compute_kind_for(iter, dtype));
+  if (!out.defined()) out = iter.output();
+  return out;
+}
+
+// Functional and out= forms of one special_* unary op.
+#define TVK_SPECIAL_UNARY(fn, kernel, floats_only, cpu_name)                                    \
+  at::Tensor fn(const at::Tensor& a) {                                                          \
+    at::Tensor out;                                                                             \
+    return unary_special(kernel, floats_only, cpu_name, out, a);                                \
+  }                                                                                             \
+  at::Tensor& fn##_out(const at::Tensor& a, at::Tensor& out) {                                  \
+    return unary_special(kernel, floats_only, cpu_name, out, a);                                \
+  }
+
+TVK_SPECIAL_UNARY(special_i0e, "i0e", false, "i0e_cpu")
+TVK_SPECIAL_UNARY(special_i1, "i1", false, "i1_cpu")
+TVK_SPECIAL_UNARY(special_i1e, "i1e", false, "i1e_cpu")
+TVK_SPECIAL_UNARY(special_ndtri, "ndtri", true, "ndtri_cpu")
+TVK_SPECIAL_UNARY(special_log_ndtr, "log_ndtr", true, "log_ndtr_cpu")
+TVK_SPECIAL_UNARY(special_erfcx, "erfcx", true, "erfcx_cpu")
 
 // logit: eps = None is eps < 0 in the kernel (no clamping), as on the CPU.
 at::Tensor& logit_out_vk(const at::Tensor& self, std::optional<double> eps, at::Tensor& out) {
@@ -217,6 +248,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sinc.out", TORCH_FN(sinc_out));
   m.impl("special_entr", TORCH_FN(entr));
   m.impl("special_entr.out", TORCH_FN(entr_out));
+  m.impl("i0", TORCH_FN(i0));
+  m.impl("i0_", TORCH_FN(i0_));
+  m.impl("i0.out", TORCH_FN(i0_out));
+#define TVK_IMPL_SPECIAL(fn)                          \
+  m.impl(#fn, TORCH_FN(fn));                          \
+  m.impl(#fn ".out", TORCH_FN(fn##_out));
+  TVK_IMPL_SPECIAL(special_i0e)
+  TVK_IMPL_SPECIAL(special_i1)
+  TVK_IMPL_SPECIAL(special_i1e)
+  TVK_IMPL_SPECIAL(special_ndtri)
+  TVK_IMPL_SPECIAL(special_log_ndtr)
+  TVK_IMPL_SPECIAL(special_erfcx)
   m.impl("logit", TORCH_FN(logit));
   m.impl("logit_", TORCH_FN(logit_));
   m.impl("logit.out", TORCH_FN(logit_out_vk));
@@ -226,6 +269,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("polygamma.out", TORCH_FN(polygamma_out_vk));
   m.impl("_prelu_kernel", TORCH_FN(prelu_kernel));
   m.impl("_prelu_kernel_backward", TORCH_FN(prelu_kernel_backward));
+#undef TVK_IMPL_SPECIAL
 }
 
 }  // namespace tvk::aten
