@@ -465,3 +465,1077 @@ TVK_R tvk_log_ndtr(TVK_R x) {
   if (x < TVK_L(-1.0lf)) return tvk_log(tvk_erfcx(-t) / TVK_L(2.0lf)) - t * t;
   return tvk_log1p(-tvk_erfc(t) / TVK_L(2.0lf));
 }
+
+// ---- Type-dependent constants of this instance (TVK_R_DOUBLE is set by math_f64.glsl). ----
+#undef TVK_R_EPSILON
+#undef TVK_HERMITE_LIMIT
+#ifdef TVK_R_DOUBLE
+#define TVK_R_EPSILON TVK_L(2.220446049250313080847e-16lf)
+#define TVK_HERMITE_LIMIT 512
+#else
+#define TVK_R_EPSILON TVK_L(1.1920928955078125e-7lf)
+#define TVK_HERMITE_LIMIT 128
+#endif
+
+// ---- Bessel functions of the first and second kind, orders 0 and 1 (Cephes' rational
+// approximations: a polynomial with the first two zeros factored out up to 5, the Hankel
+// asymptotic form with rational P, Q in 25 / x^2 above). ----
+
+TVK_R tvk_bessel_j0(TVK_R x) {
+  const TVK_R kJ0PP[7] = TVK_R[](
+      TVK_L(7.96936729297347051624e-04lf), TVK_L(8.28352392107440799803e-02lf), TVK_L(1.23953371646414299388e+00lf),
+      TVK_L(5.44725003058768775090e+00lf), TVK_L(8.74716500199817011941e+00lf), TVK_L(5.30324038235394892183e+00lf),
+      TVK_L(9.99999999999999997821e-01lf));
+  const TVK_R kJ0PQ[7] = TVK_R[](
+      TVK_L(9.24408810558863637013e-04lf), TVK_L(8.56288474354474431428e-02lf), TVK_L(1.25352743901058953537e+00lf),
+      TVK_L(5.47097740330417105182e+00lf), TVK_L(8.76190883237069594232e+00lf), TVK_L(5.30605288235394617618e+00lf),
+      TVK_L(1.00000000000000000218e+00lf));
+  const TVK_R kJ0QP[8] = TVK_R[](
+      TVK_L(-1.13663838898469149931e-02lf), TVK_L(-1.28252718670509318512e+00lf), TVK_L(-1.95539544257735972385e+01lf),
+      TVK_L(-9.32060152123768231369e+01lf), TVK_L(-1.77681167980488050595e+02lf), TVK_L(-1.47077505154951170175e+02lf),
+      TVK_L(-5.14105326766599330220e+01lf), TVK_L(-6.05014350600728481186e+00lf));
+  const TVK_R kJ0QQ[7] = TVK_R[](
+      TVK_L(6.43178256118178023184e+01lf), TVK_L(8.56430025976980587198e+02lf), TVK_L(3.88240183605401609683e+03lf),
+      TVK_L(7.24046774195652478189e+03lf), TVK_L(5.93072701187316984827e+03lf), TVK_L(2.06209331660327847417e+03lf),
+      TVK_L(2.42005740240291393179e+02lf));
+  const TVK_R kJ0RP[4] = TVK_R[](
+      TVK_L(-4.79443220978201773821e+09lf), TVK_L(1.95617491946556577543e+12lf), TVK_L(-2.49248344360967716204e+14lf),
+      TVK_L(9.70862251047306323952e+15lf));
+  const TVK_R kJ0RQ[8] = TVK_R[](
+      TVK_L(4.99563147152651017219e+02lf), TVK_L(1.73785401676374683123e+05lf), TVK_L(4.84409658339962045305e+07lf),
+      TVK_L(1.11855537045356834862e+10lf), TVK_L(2.11277520115489217587e+12lf), TVK_L(3.10518229857422583814e+14lf),
+      TVK_L(3.18121955943204943306e+16lf), TVK_L(1.71086294081043136091e+18lf));
+  x = abs(x);
+  if (x <= TVK_L(5.0lf)) {
+    TVK_R x2 = x * x;
+    if (x < TVK_L(0.00001lf)) return TVK_L(1.0lf) - x2 / TVK_L(4.0lf);
+    TVK_R rp, rq;
+    TVK_HORNER(rp, x2, kJ0RP, 4)
+    TVK_HORNER(rq, x2, kJ0RQ, 8)
+    return (x2 - TVK_L(5.78318596294678452118e+00lf)) * (x2 - TVK_L(3.04712623436620863991e+01lf)) * rp / rq;
+  }
+  TVK_R z = TVK_L(25.0lf) / (x * x);
+  TVK_R pp, pq, qp, qq;
+  TVK_HORNER(pp, z, kJ0PP, 7)
+  TVK_HORNER(pq, z, kJ0PQ, 7)
+  TVK_HORNER(qp, z, kJ0QP, 8)
+  TVK_HORNER(qq, z, kJ0QQ, 7)
+  TVK_R xn = x - TVK_L(0.785398163397448309615660845819875721lf);
+  return (pp / pq * tvk_cos(xn) - TVK_L(5.0lf) / x * (qp / qq) * tvk_sin(xn)) *
+         TVK_L(0.797884560802865355879892119868763737lf) / sqrt(x);
+}
+
+// J1 is odd.
+TVK_R tvk_bessel_j1(TVK_R x_in) {
+  const TVK_R kJ1PP[7] = TVK_R[](
+      TVK_L(7.62125616208173112003e-04lf), TVK_L(7.31397056940917570436e-02lf), TVK_L(1.12719608129684925192e+00lf),
+      TVK_L(5.11207951146807644818e+00lf), TVK_L(8.42404590141772420927e+00lf), TVK_L(5.21451598682361504063e+00lf),
+      TVK_L(1.00000000000000000254e+00lf));
+  const TVK_R kJ1PQ[7] = TVK_R[](
+      TVK_L(5.71323128072548699714e-04lf), TVK_L(6.88455908754495404082e-02lf), TVK_L(1.10514232634061696926e+00lf),
+      TVK_L(5.07386386128601488557e+00lf), TVK_L(8.39985554327604159757e+00lf), TVK_L(5.20982848682361821619e+00lf),
+      TVK_L(9.99999999999999997461e-01lf));
+  const TVK_R kJ1QP[8] = TVK_R[](
+      TVK_L(5.10862594750176621635e-02lf), TVK_L(4.98213872951233449420e+00lf), TVK_L(7.58238284132545283818e+01lf),
+      TVK_L(3.66779609360150777800e+02lf), TVK_L(7.10856304998926107277e+02lf), TVK_L(5.97489612400613639965e+02lf),
+      TVK_L(2.11688757100572135698e+02lf), TVK_L(2.52070205858023719784e+01lf));
+  const TVK_R kJ1QQ[7] = TVK_R[](
+      TVK_L(7.42373277035675149943e+01lf), TVK_L(1.05644886038262816351e+03lf), TVK_L(4.98641058337653607651e+03lf),
+      TVK_L(9.56231892404756170795e+03lf), TVK_L(7.99704160447350683650e+03lf), TVK_L(2.82619278517639096600e+03lf),
+      TVK_L(3.36093607810698293419e+02lf));
+  const TVK_R kJ1RP[4] = TVK_R[](
+      TVK_L(-8.99971225705559398224e+08lf), TVK_L(4.52228297998194034323e+11lf), TVK_L(-7.27494245221818276015e+13lf),
+      TVK_L(3.68295732863852883286e+15lf));
+  const TVK_R kJ1RQ[8] = TVK_R[](
+      TVK_L(6.20836478118054335476e+02lf), TVK_L(2.56987256757748830383e+05lf), TVK_L(8.35146791431949253037e+07lf),
+      TVK_L(2.21511595479792499675e+10lf), TVK_L(4.74914122079991414898e+12lf), TVK_L(7.84369607876235854894e+14lf),
+      TVK_L(8.95222336184627338078e+16lf), TVK_L(5.32278620332680085395e+18lf));
+  TVK_R x = x_in < TVK_L(0.0lf) ? -x_in : x_in;
+  TVK_R r;
+  if (x <= TVK_L(5.0lf)) {
+    TVK_R x2 = x * x;
+    TVK_R rp, rq;
+    TVK_HORNER(rp, x2, kJ1RP, 4)
+    TVK_HORNER(rq, x2, kJ1RQ, 8)
+    r = rp / rq * x * (x2 - TVK_L(1.46819706421238932572e+01lf)) * (x2 - TVK_L(4.92184563216946036703e+01lf));
+  } else {
+    TVK_R z = TVK_L(5.0lf) / x * (TVK_L(5.0lf) / x);
+    TVK_R pp, pq, qp, qq;
+    TVK_HORNER(pp, z, kJ1PP, 7)
+    TVK_HORNER(pq, z, kJ1PQ, 7)
+    TVK_HORNER(qp, z, kJ1QP, 8)
+    TVK_HORNER(qq, z, kJ1QQ, 7)
+    TVK_R xn = x - TVK_L(2.356194490192344928846982537459627163lf);
+    r = (pp / pq * tvk_cos(xn) - TVK_L(5.0lf) / x * (qp / qq) * tvk_sin(xn)) *
+        TVK_L(0.797884560802865355879892119868763737lf) / sqrt(x);
+  }
+  return x_in < TVK_L(0.0lf) ? -r : r;
+}
+
+// Y0: -inf at 0, NaN for negative x.
+TVK_R tvk_bessel_y0(TVK_R x) {
+  const TVK_R kY0PP[7] = TVK_R[](
+      TVK_L(7.96936729297347051624e-04lf), TVK_L(8.28352392107440799803e-02lf), TVK_L(1.23953371646414299388e+00lf),
+      TVK_L(5.44725003058768775090e+00lf), TVK_L(8.74716500199817011941e+00lf), TVK_L(5.30324038235394892183e+00lf),
+      TVK_L(9.99999999999999997821e-01lf));
+  const TVK_R kY0PQ[7] = TVK_R[](
+      TVK_L(9.24408810558863637013e-04lf), TVK_L(8.56288474354474431428e-02lf), TVK_L(1.25352743901058953537e+00lf),
+      TVK_L(5.47097740330417105182e+00lf), TVK_L(8.76190883237069594232e+00lf), TVK_L(5.30605288235394617618e+00lf),
+      TVK_L(1.00000000000000000218e+00lf));
+  const TVK_R kY0QP[8] = TVK_R[](
+      TVK_L(-1.13663838898469149931e-02lf), TVK_L(-1.28252718670509318512e+00lf), TVK_L(-1.95539544257735972385e+01lf),
+      TVK_L(-9.32060152123768231369e+01lf), TVK_L(-1.77681167980488050595e+02lf), TVK_L(-1.47077505154951170175e+02lf),
+      TVK_L(-5.14105326766599330220e+01lf), TVK_L(-6.05014350600728481186e+00lf));
+  const TVK_R kY0QQ[7] = TVK_R[](
+      TVK_L(6.43178256118178023184e+01lf), TVK_L(8.56430025976980587198e+02lf), TVK_L(3.88240183605401609683e+03lf),
+      TVK_L(7.24046774195652478189e+03lf), TVK_L(5.93072701187316984827e+03lf), TVK_L(2.06209331660327847417e+03lf),
+      TVK_L(2.42005740240291393179e+02lf));
+  const TVK_R kY0YP[8] = TVK_R[](
+      TVK_L(1.55924367855235737965e+04lf), TVK_L(-1.46639295903971606143e+07lf), TVK_L(5.43526477051876500413e+09lf),
+      TVK_L(-9.82136065717911466409e+11lf), TVK_L(8.75906394395366999549e+13lf), TVK_L(-3.46628303384729719441e+15lf),
+      TVK_L(4.42733268572569800351e+16lf), TVK_L(-1.84950800436986690637e+16lf));
+  const TVK_R kY0YQ[7] = TVK_R[](
+      TVK_L(1.04128353664259848412e+03lf), TVK_L(6.26107330137134956842e+05lf), TVK_L(2.68919633393814121987e+08lf),
+      TVK_L(8.64002487103935000337e+10lf), TVK_L(2.02979612750105546709e+13lf), TVK_L(3.17157752842975028269e+15lf),
+      TVK_L(2.50596256172653059228e+17lf));
+  if (x <= TVK_L(5.0lf)) {
+    if (x == TVK_L(0.0lf)) return -TVK_R_INF;
+    if (x < TVK_L(0.0lf)) return TVK_R_NAN;
+    TVK_R x2 = x * x;
+    TVK_R yp, yq;
+    TVK_HORNER(yp, x2, kY0YP, 8)
+    TVK_HORNER(yq, x2, kY0YQ, 7)
+    return yp / yq + TVK_L(0.636619772367581343075535053490057448lf) * tvk_log(x) * tvk_bessel_j0(x);
+  }
+  TVK_R z = TVK_L(25.0lf) / (x * x);
+  TVK_R pp, pq, qp, qq;
+  TVK_HORNER(pp, z, kY0PP, 7)
+  TVK_HORNER(pq, z, kY0PQ, 7)
+  TVK_HORNER(qp, z, kY0QP, 8)
+  TVK_HORNER(qq, z, kY0QQ, 7)
+  TVK_R xn = x - TVK_L(0.785398163397448309615660845819875721lf);
+  return (pp / pq * tvk_sin(xn) + TVK_L(5.0lf) / x * (qp / qq) * tvk_cos(xn)) *
+         TVK_L(0.797884560802865355879892119868763737lf) / sqrt(x);
+}
+
+TVK_R tvk_bessel_y1(TVK_R x) {
+  const TVK_R kY1PP[7] = TVK_R[](
+      TVK_L(7.62125616208173112003e-04lf), TVK_L(7.31397056940917570436e-02lf), TVK_L(1.12719608129684925192e+00lf),
+      TVK_L(5.11207951146807644818e+00lf), TVK_L(8.42404590141772420927e+00lf), TVK_L(5.21451598682361504063e+00lf),
+      TVK_L(1.00000000000000000254e+00lf));
+  const TVK_R kY1PQ[7] = TVK_R[](
+      TVK_L(5.71323128072548699714e-04lf), TVK_L(6.88455908754495404082e-02lf), TVK_L(1.10514232634061696926e+00lf),
+      TVK_L(5.07386386128601488557e+00lf), TVK_L(8.39985554327604159757e+00lf), TVK_L(5.20982848682361821619e+00lf),
+      TVK_L(9.99999999999999997461e-01lf));
+  const TVK_R kY1QP[8] = TVK_R[](
+      TVK_L(5.10862594750176621635e-02lf), TVK_L(4.98213872951233449420e+00lf), TVK_L(7.58238284132545283818e+01lf),
+      TVK_L(3.66779609360150777800e+02lf), TVK_L(7.10856304998926107277e+02lf), TVK_L(5.97489612400613639965e+02lf),
+      TVK_L(2.11688757100572135698e+02lf), TVK_L(2.52070205858023719784e+01lf));
+  const TVK_R kY1QQ[7] = TVK_R[](
+      TVK_L(7.42373277035675149943e+01lf), TVK_L(1.05644886038262816351e+03lf), TVK_L(4.98641058337653607651e+03lf),
+      TVK_L(9.56231892404756170795e+03lf), TVK_L(7.99704160447350683650e+03lf), TVK_L(2.82619278517639096600e+03lf),
+      TVK_L(3.36093607810698293419e+02lf));
+  const TVK_R kY1YP[6] = TVK_R[](
+      TVK_L(1.26320474790178026440e+09lf), TVK_L(-6.47355876379160291031e+11lf), TVK_L(1.14509511541823727583e+14lf),
+      TVK_L(-8.12770255501325109621e+15lf), TVK_L(2.02439475713594898196e+17lf), TVK_L(-7.78877196265950026825e+17lf));
+  const TVK_R kY1YQ[8] = TVK_R[](
+      TVK_L(5.94301592346128195359e+02lf), TVK_L(2.35564092943068577943e+05lf), TVK_L(7.34811944459721705660e+07lf),
+      TVK_L(1.87601316108706159478e+10lf), TVK_L(3.88231277496238566008e+12lf), TVK_L(6.20557727146953693363e+14lf),
+      TVK_L(6.87141087355300489866e+16lf), TVK_L(3.97270608116560655612e+18lf));
+  if (x <= TVK_L(5.0lf)) {
+    if (x == TVK_L(0.0lf)) return -TVK_R_INF;
+    if (x <= TVK_L(0.0lf)) return TVK_R_NAN;
+    TVK_R x2 = x * x;
+    TVK_R yp, yq;
+    TVK_HORNER(yp, x2, kY1YP, 6)
+    TVK_HORNER(yq, x2, kY1YQ, 8)
+    return x * (yp / yq) + TVK_L(0.636619772367581343075535053490057448lf) *
+                               (tvk_bessel_j1(x) * tvk_log(x) - TVK_L(1.0lf) / x);
+  }
+  TVK_R z = TVK_L(5.0lf) / x * (TVK_L(5.0lf) / x);
+  TVK_R pp, pq, qp, qq;
+  TVK_HORNER(pp, z, kY1PP, 7)
+  TVK_HORNER(pq, z, kY1PQ, 7)
+  TVK_HORNER(qp, z, kY1QP, 8)
+  TVK_HORNER(qq, z, kY1QQ, 7)
+  TVK_R xn = x - TVK_L(2.356194490192344928846982537459627163lf);
+  return (pp / pq * tvk_sin(xn) + TVK_L(5.0lf) / x * (qp / qq) * tvk_cos(xn)) *
+         TVK_L(0.797884560802865355879892119868763737lf) / sqrt(x);
+}
+
+// ---- Modified Bessel functions of the second kind (Cephes' Chebyshev expansions in x^2 - 2
+// on (0, 2] and in 8 / x - 2 above). `scaled` multiplies by exp(x). ----
+
+TVK_R tvk_bessel_k0(TVK_R x, bool scaled) {
+  const TVK_R kK0A[10] = TVK_R[](
+      TVK_L(1.37446543561352307156e-16lf), TVK_L(4.25981614279661018399e-14lf), TVK_L(1.03496952576338420167e-11lf),
+      TVK_L(1.90451637722020886025e-09lf), TVK_L(2.53479107902614945675e-07lf), TVK_L(2.28621210311945178607e-05lf),
+      TVK_L(1.26461541144692592338e-03lf), TVK_L(3.59799365153615016266e-02lf), TVK_L(3.44289899924628486886e-01lf),
+      TVK_L(-5.35327393233902768720e-01lf));
+  const TVK_R kK0B[25] = TVK_R[](
+      TVK_L(5.30043377268626276149e-18lf), TVK_L(-1.64758043015242134646e-17lf), TVK_L(5.21039150503902756861e-17lf),
+      TVK_L(-1.67823109680541210385e-16lf), TVK_L(5.51205597852431940784e-16lf), TVK_L(-1.84859337734377901440e-15lf),
+      TVK_L(6.34007647740507060557e-15lf), TVK_L(-2.22751332699166985548e-14lf), TVK_L(8.03289077536357521100e-14lf),
+      TVK_L(-2.98009692317273043925e-13lf), TVK_L(1.14034058820847496303e-12lf), TVK_L(-4.51459788337394416547e-12lf),
+      TVK_L(1.85594911495471785253e-11lf), TVK_L(-7.95748924447710747776e-11lf), TVK_L(3.57739728140030116597e-10lf),
+      TVK_L(-1.69753450938905987466e-09lf), TVK_L(8.57403401741422608519e-09lf), TVK_L(-4.66048989768794782956e-08lf),
+      TVK_L(2.76681363944501510342e-07lf), TVK_L(-1.83175552271911948767e-06lf), TVK_L(1.39498137188764993662e-05lf),
+      TVK_L(-1.28495495816278026384e-04lf), TVK_L(1.56988388573005337491e-03lf), TVK_L(-3.14481013119645005427e-02lf),
+      TVK_L(2.44030308206595545468e+00lf));
+  if (x == TVK_L(0.0lf)) return TVK_R_INF;
+  if (x < TVK_L(0.0lf)) return TVK_R_NAN;
+  TVK_R s;
+  if (x <= TVK_L(2.0lf)) {
+    TVK_CHEBYSHEV(s, x * x - TVK_L(2.0lf), kK0A, 10)
+    TVK_R r = s - tvk_log(TVK_L(0.5lf) * x) * tvk_i0(x);
+    return scaled ? r * tvk_exp(x) : r;
+  }
+  TVK_CHEBYSHEV(s, TVK_L(8.0lf) / x - TVK_L(2.0lf), kK0B, 25)
+  return scaled ? s / sqrt(x) : tvk_exp(-x) * s / sqrt(x);
+}
+
+TVK_R tvk_bessel_k1(TVK_R x, bool scaled) {
+  const TVK_R kK1A[11] = TVK_R[](
+      TVK_L(-7.02386347938628759343e-18lf), TVK_L(-2.42744985051936593393e-15lf), TVK_L(-6.66690169419932900609e-13lf),
+      TVK_L(-1.41148839263352776110e-10lf), TVK_L(-2.21338763073472585583e-08lf), TVK_L(-2.43340614156596823496e-06lf),
+      TVK_L(-1.73028895751305206302e-04lf), TVK_L(-6.97572385963986435018e-03lf), TVK_L(-1.22611180822657148235e-01lf),
+      TVK_L(-3.53155960776544875667e-01lf), TVK_L(1.52530022733894777053e+00lf));
+  const TVK_R kK1B[25] = TVK_R[](
+      TVK_L(-5.75674448366501715755e-18lf), TVK_L(1.79405087314755922667e-17lf), TVK_L(-5.68946255844285935196e-17lf),
+      TVK_L(1.83809354436663880070e-16lf), TVK_L(-6.05704724837331885336e-16lf), TVK_L(2.03870316562433424052e-15lf),
+      TVK_L(-7.01983709041831346144e-15lf), TVK_L(2.47715442448130437068e-14lf), TVK_L(-8.97670518232499435011e-14lf),
+      TVK_L(3.34841966607842919884e-13lf), TVK_L(-1.28917396095102890680e-12lf), TVK_L(5.13963967348173025100e-12lf),
+      TVK_L(-2.12996783842756842877e-11lf), TVK_L(9.21831518760500529508e-11lf), TVK_L(-4.19035475934189648750e-10lf),
+      TVK_L(2.01504975519703286596e-09lf), TVK_L(-1.03457624656780970260e-08lf), TVK_L(5.74108412545004946722e-08lf),
+      TVK_L(-3.50196060308781257119e-07lf), TVK_L(2.40648494783721712015e-06lf), TVK_L(-1.93619797416608296024e-05lf),
+      TVK_L(1.95215518471351631108e-04lf), TVK_L(-2.85781685962277938680e-03lf), TVK_L(1.03923736576817238437e-01lf),
+      TVK_L(2.72062619048444266945e+00lf));
+  if (x == TVK_L(0.0lf)) return TVK_R_INF;
+  if (x < TVK_L(0.0lf)) return TVK_R_NAN;
+  TVK_R s;
+  if (x <= TVK_L(2.0lf)) {
+    TVK_CHEBYSHEV(s, x * x - TVK_L(2.0lf), kK1A, 11)
+    TVK_R r = tvk_log(TVK_L(0.5lf) * x) * tvk_i1(x) + s / x;
+    return scaled ? r * tvk_exp(x) : r;
+  }
+  TVK_CHEBYSHEV(s, TVK_L(8.0lf) / x - TVK_L(2.0lf), kK1B, 25)
+  return scaled ? s / sqrt(x) : tvk_exp(-x) * s / sqrt(x);
+}
+
+// sin(x) / x, with its Taylor series below 1/2 and 0 at +-inf.
+TVK_R tvk_spherical_bessel_j0(TVK_R x) {
+  if (tvk_isinf(x)) return TVK_L(0.0lf);
+  if (abs(x) < TVK_L(0.5lf)) {
+    TVK_R x2 = x * x;
+    return TVK_L(1.0lf) +
+           x2 * (TVK_L(-1.0lf) / TVK_L(6.0lf) +
+                 x2 * (TVK_L(1.0lf) / TVK_L(120.0lf) +
+                       x2 * (TVK_L(-1.0lf) / TVK_L(5040.0lf) +
+                             x2 * (TVK_L(1.0lf) / TVK_L(362880.0lf) +
+                                   x2 * (TVK_L(-1.0lf) / TVK_L(39916800.0lf) +
+                                         x2 * (TVK_L(1.0lf) / TVK_L(6227020800.0lf)))))));
+  }
+  return tvk_sin(x) / x;
+}
+
+// Airy Ai (Cephes): the asymptotic forms with rational corrections in 1 / zeta below -2.09
+// and above 2.09 (zeta = 2/3 |x|^1.5), the Maclaurin series f - c g in between.
+TVK_R tvk_airy_ai(TVK_R x) {
+  const TVK_R kAiryAN[8] = TVK_R[](
+      TVK_L(3.46538101525629032477e-01lf), TVK_L(1.20075952739645805542e+01lf), TVK_L(7.62796053615234516538e+01lf),
+      TVK_L(1.68089224934630576269e+02lf), TVK_L(1.59756391350164413639e+02lf), TVK_L(7.05360906840444183113e+01lf),
+      TVK_L(1.40264691163389668864e+01lf), TVK_L(9.99999999999999995305e-01lf));
+  const TVK_R kAiryAD[8] = TVK_R[](
+      TVK_L(5.67594532638770212846e-01lf), TVK_L(1.47562562584847203173e+01lf), TVK_L(8.45138970141474626562e+01lf),
+      TVK_L(1.77318088145400459522e+02lf), TVK_L(1.64234692871529701831e+02lf), TVK_L(7.14778400825575695274e+01lf),
+      TVK_L(1.40959135607834029598e+01lf), TVK_L(1.00000000000000000470e+00lf));
+  const TVK_R kAiryAFN[9] = TVK_R[](
+      TVK_L(-1.31696323418331795333e-01lf), TVK_L(-6.26456544431912369773e-01lf), TVK_L(-6.93158036036933542233e-01lf),
+      TVK_L(-2.79779981545119124951e-01lf), TVK_L(-4.91900132609500318020e-02lf), TVK_L(-4.06265923594885404393e-03lf),
+      TVK_L(-1.59276496239262096340e-04lf), TVK_L(-2.77649108155232920844e-06lf), TVK_L(-1.67787698489114633780e-08lf));
+  const TVK_R kAiryAFD[9] = TVK_R[](
+      TVK_L(1.33560420706553243746e+01lf), TVK_L(3.26825032795224613948e+01lf), TVK_L(2.67367040941499554804e+01lf),
+      TVK_L(9.18707402907259625840e+00lf), TVK_L(1.47529146771666414581e+00lf), TVK_L(1.15687173795188044134e-01lf),
+      TVK_L(4.40291641615211203805e-03lf), TVK_L(7.54720348287414296618e-05lf), TVK_L(4.51850092970580378464e-07lf));
+  const TVK_R kAiryAGN[11] = TVK_R[](
+      TVK_L(1.97339932091685679179e-02lf), TVK_L(3.91103029615688277255e-01lf), TVK_L(1.06579897599595591108e+00lf),
+      TVK_L(9.39169229816650230044e-01lf), TVK_L(3.51465656105547619242e-01lf), TVK_L(6.33888919628925490927e-02lf),
+      TVK_L(5.85804113048388458567e-03lf), TVK_L(2.82851600836737019778e-04lf), TVK_L(6.98793669997260967291e-06lf),
+      TVK_L(8.11789239554389293311e-08lf), TVK_L(3.41551784765923618484e-10lf));
+  const TVK_R kAiryAGD[10] = TVK_R[](
+      TVK_L(9.30892908077441974853e+00lf), TVK_L(1.98352928718312140417e+01lf), TVK_L(1.55646628932864612953e+01lf),
+      TVK_L(5.47686069422975497931e+00lf), TVK_L(9.54293611618961883998e-01lf), TVK_L(8.64580826352392193095e-02lf),
+      TVK_L(4.12656523824222607191e-03lf), TVK_L(1.01259085116509135510e-04lf), TVK_L(1.17166733214413521882e-06lf),
+      TVK_L(4.91834570062930015649e-09lf));
+  if (tvk_isinf(x)) return TVK_R_NAN;
+  if (x > TVK_L(103.892lf)) return TVK_L(0.0lf);
+  if (x < TVK_L(-2.09lf)) {
+    TVK_R z = TVK_L(1.0lf) / (TVK_L(-2.0lf) * x * sqrt(-x) / TVK_L(3.0lf));
+    TVK_R z2 = z * z;
+    TVK_R afn, afd, agn, agd;
+    TVK_HORNER(afn, z2, kAiryAFN, 9)
+    TVK_HORNER(afd, z2, kAiryAFD, 9)
+    TVK_HORNER(agn, z2, kAiryAGN, 11)
+    TVK_HORNER(agd, z2, kAiryAGD, 10)
+    TVK_R t = TVK_L(-2.0lf) * x * sqrt(-x) / TVK_L(3.0lf) + TVK_L(0.25lf) * TVK_L(3.14159265358979323846lf);
+    return TVK_L(5.64189583547756286948e-01lf) / sqrt(sqrt(-x)) *
+           (tvk_sin(t) * (TVK_L(1.0lf) + z2 * afn / afd) - tvk_cos(t) * (z * agn / agd));
+  }
+  if (x >= TVK_L(2.09lf)) {
+    TVK_R zeta = TVK_L(2.0lf) * x * sqrt(x) / TVK_L(3.0lf);
+    TVK_R iz = TVK_L(1.0lf) / zeta;
+    TVK_R an, ad;
+    TVK_HORNER(an, iz, kAiryAN, 8)
+    TVK_HORNER(ad, iz, kAiryAD, 8)
+    return TVK_L(5.64189583547756286948e-01lf) * (an / ad) /
+           (TVK_L(2.0lf) * sqrt(sqrt(x)) * tvk_exp(zeta));
+  }
+  TVK_R f = TVK_L(1.0lf);
+  TVK_R g = x;
+  TVK_R k = TVK_L(1.0lf);
+  TVK_R m = TVK_L(1.0lf);
+  TVK_R n = x;
+  TVK_R t = TVK_L(1.0lf);
+  TVK_R z = x * x * x;
+  for (int i = 0; i < 200 && t > TVK_R_EPSILON; ++i) {
+    m *= z;
+    k += TVK_L(1.0lf);
+    m /= k;
+    n *= z;
+    k += TVK_L(1.0lf);
+    n /= k;
+    m /= k;
+    f += m;
+    k += TVK_L(1.0lf);
+    n /= k;
+    g += n;
+    t = abs(m / f);
+  }
+  return TVK_L(0.355028053887817239260lf) * f - TVK_L(0.258819403792806798405lf) * g;
+}
+
+// ---- Orthogonal polynomials p_n(x): the degree n arrives as a value of the compute type and
+// is truncated to an integer as the CPU's static_cast does; NaN, infinite and out-of-range
+// degrees count as negative (the value x86 gives them), which makes the result 0. Three-term
+// recurrences, with the trigonometric closed forms of the Chebyshev kinds inside (-1, 1) for
+// larger n, as PyTorch's CPU kernels do. ----
+
+int tvk_poly_degree(TVK_R n) {
+  if (tvk_isnan(n) || tvk_isinf(n) || n < TVK_L(-2147483648.0lf)) return -1;
+  if (n >= TVK_L(9.2233720368547758e18lf)) return -1;
+  if (n > TVK_L(2147483647.0lf)) return 2147483647;
+  return int(n);
+}
+
+// The shared Chebyshev recurrence p_{k+1} = 2 y p_k - p_{k-1} from p_0 = 1, p_1 = q1 up to k = n
+// (stops early once a value is NaN).
+TVK_R tvk_chebyshev_recurrence(TVK_R y, TVK_R q1, int n) {
+  TVK_R p = TVK_L(1.0lf);
+  TVK_R q = q1;
+  precise TVK_R r = q1;
+  for (int k = 2; k <= n && !tvk_isnan(q); ++k) {
+    r = (y + y) * q - p;
+    p = q;
+    q = r;
+  }
+  return r;
+}
+
+TVK_R tvk_chebyshev_t(TVK_R x, TVK_R nf) {
+  int n = tvk_poly_degree(nf);
+  if (n < 0) return TVK_L(0.0lf);
+  if (abs(x) == TVK_L(1.0lf)) return (x > TVK_L(0.0lf) || n % 2 == 0) ? TVK_L(1.0lf) : TVK_L(-1.0lf);
+  if (n > 6 && abs(x) < TVK_L(1.0lf)) return tvk_cos(TVK_R(n) * tvk_acos(x));
+  if (n == 0) return TVK_L(1.0lf);
+  if (n == 1) return x;
+  return tvk_chebyshev_recurrence(x, x, n);
+}
+
+TVK_R tvk_chebyshev_u(TVK_R x, TVK_R nf) {
+  int n = tvk_poly_degree(nf);
+  if (n < 0) return TVK_L(0.0lf);
+  if (abs(x) == TVK_L(1.0lf)) return (x > TVK_L(0.0lf) || n % 2 == 0) ? TVK_R(n + 1) : -TVK_R(n + 1);
+  if (n > 8 && abs(x) < TVK_L(1.0lf)) {
+    TVK_R theta = tvk_acos(x);
+    if (tvk_sin(theta) != TVK_L(0.0lf)) return tvk_sin(TVK_R(n + 1) * theta) / tvk_sin(theta);
+    return TVK_R(n + 1) * tvk_cos(TVK_R(n + 1) * theta) / x;
+  }
+  if (n == 0) return TVK_L(1.0lf);
+  if (n == 1) return x + x;
+  return tvk_chebyshev_recurrence(x, x + x, n);
+}
+
+TVK_R tvk_chebyshev_v(TVK_R x, TVK_R nf) {
+  int n = tvk_poly_degree(nf);
+  if (n < 0) return TVK_L(0.0lf);
+  if (abs(x) == TVK_L(1.0lf)) {
+    if (x > TVK_L(0.0lf)) return TVK_L(1.0lf);
+    return n % 2 == 0 ? TVK_R(n + n + 1) : -TVK_R(n + n + 1);
+  }
+  if (n > 8 && abs(x) < TVK_L(1.0lf)) {
+    TVK_R theta = tvk_acos(x);
+    if (tvk_sin(theta / TVK_L(2.0lf)) != TVK_L(1.0lf))
+      return tvk_cos((TVK_R(n) + TVK_L(0.5lf)) * theta) / tvk_cos(theta / TVK_L(2.0lf));
+    return n % 2 == 0 ? TVK_R(n + n + 1) : -TVK_R(n + n + 1);
+  }
+  if (n == 0) return TVK_L(1.0lf);
+  if (n == 1) return x + x - TVK_L(1.0lf);
+  return tvk_chebyshev_recurrence(x, x + x - TVK_L(1.0lf), n);
+}
+
+TVK_R tvk_chebyshev_w(TVK_R x, TVK_R nf) {
+  int n = tvk_poly_degree(nf);
+  if (n < 0) return TVK_L(0.0lf);
+  if (abs(x) == TVK_L(1.0lf)) {
+    if (x > TVK_L(0.0lf)) return TVK_R(n + n + 1);
+    return n % 2 == 0 ? TVK_L(1.0lf) : TVK_L(-1.0lf);
+  }
+  if (n > 8 && abs(x) < TVK_L(1.0lf)) {
+    TVK_R theta = tvk_acos(x);
+    if (tvk_cos(theta / TVK_L(2.0lf)) != TVK_L(1.0lf))
+      return tvk_sin((TVK_R(n) + TVK_L(0.5lf)) * theta) / tvk_sin(theta / TVK_L(2.0lf));
+    if (x > TVK_L(0.0lf)) return TVK_R(n + n + 1);
+    return n % 2 == 0 ? TVK_L(1.0lf) : TVK_L(-1.0lf);
+  }
+  if (n == 0) return TVK_L(1.0lf);
+  if (n == 1) return x + x + TVK_L(1.0lf);
+  return tvk_chebyshev_recurrence(x, x + x + TVK_L(1.0lf), n);
+}
+
+// Shifted kinds: the unshifted polynomial at y = 2x - 1 (with the CPU's special cases at
+// x = 0 and 1 and its thresholds for the closed forms).
+TVK_R tvk_shifted_chebyshev_t(TVK_R x, TVK_R nf) {
+  int n = tvk_poly_degree(nf);
+  if (n < 0) return TVK_L(0.0lf);
+  if (x == TVK_L(1.0lf)) return TVK_L(1.0lf);
+  if (x == TVK_L(0.0lf)) return n % 2 == 0 ? TVK_L(1.0lf) : TVK_L(-1.0lf);
+  TVK_R y = x + x - TVK_L(1.0lf);
+  if (n > 6 && abs(y) < TVK_L(1.0lf)) return tvk_cos(TVK_R(n) * tvk_acos(y));
+  if (n == 0) return TVK_L(1.0lf);
+  if (n == 1) return y;
+  return tvk_chebyshev_recurrence(y, y, n);
+}
+
+TVK_R tvk_shifted_chebyshev_u(TVK_R x, TVK_R nf) {
+  int n = tvk_poly_degree(nf);
+  if (n < 0) return TVK_L(0.0lf);
+  if (x == TVK_L(1.0lf)) return TVK_R(n + 1);
+  if (x == TVK_L(0.0lf)) return n % 2 == 0 ? TVK_R(n + 1) : -TVK_R(n + 1);
+  TVK_R y = x + x - TVK_L(1.0lf);
+  if (n > 6 && abs(y) < TVK_L(1.0lf)) {
+    TVK_R theta = tvk_acos(y);
+    if (tvk_sin(theta) != TVK_L(0.0lf)) return tvk_sin(TVK_R(n + 1) * theta) / tvk_sin(theta);
+    return TVK_R(n + 1) * tvk_cos(TVK_R(n + 1) * theta) / y;
+  }
+  if (n == 0) return TVK_L(1.0lf);
+  if (n == 1) return y + y;
+  return tvk_chebyshev_recurrence(y, y + y, n);
+}
+
+TVK_R tvk_shifted_chebyshev_v(TVK_R x, TVK_R nf) {
+  int n = tvk_poly_degree(nf);
+  if (n < 0) return TVK_L(0.0lf);
+  if (x == TVK_L(1.0lf)) return TVK_L(1.0lf);
+  if (x == TVK_L(0.0lf)) return n % 2 == 0 ? TVK_R(n + n + 1) : -TVK_R(n + n + 1);
+  TVK_R y = x + x - TVK_L(1.0lf);
+  if (n > 6 && abs(y) < TVK_L(1.0lf)) {
+    TVK_R theta = tvk_acos(y);
+    if (tvk_sin(theta / TVK_L(2.0lf)) != TVK_L(1.0lf))
+      return tvk_cos((TVK_R(n) + TVK_L(0.5lf)) * theta) / tvk_cos(theta / TVK_L(2.0lf));
+    return n % 2 == 0 ? TVK_R(n + n + 1) : -TVK_R(n + n + 1);
+  }
+  if (n == 0) return TVK_L(1.0lf);
+  if (n == 1) return y + y - TVK_L(1.0lf);
+  return tvk_chebyshev_recurrence(y, y + y - TVK_L(1.0lf), n);
+}
+
+TVK_R tvk_shifted_chebyshev_w(TVK_R x, TVK_R nf) {
+  int n = tvk_poly_degree(nf);
+  if (n < 0) return TVK_L(0.0lf);
+  if (x == TVK_L(1.0lf)) return TVK_R(n + n + 1);
+  if (x == TVK_L(0.0lf)) return n % 2 == 0 ? TVK_L(1.0lf) : TVK_L(-1.0lf);
+  TVK_R y = x + x - TVK_L(1.0lf);
+  if (n > 4 && abs(y) < TVK_L(1.0lf)) {
+    TVK_R theta = tvk_acos(y);
+    if (tvk_cos(theta / TVK_L(2.0lf)) != TVK_L(1.0lf))
+      return tvk_sin((TVK_R(n) + TVK_L(0.5lf)) * theta) / tvk_sin(theta / TVK_L(2.0lf));
+    return n % 2 == 0 ? TVK_L(1.0lf) : TVK_L(-1.0lf);
+  }
+  if (n == 0) return TVK_L(1.0lf);
+  if (n == 1) return y + y + TVK_L(1.0lf);
+  return tvk_chebyshev_recurrence(y, y + y + TVK_L(1.0lf), n);
+}
+
+// The recurrences below keep `r` precise (no fused multiply-add contraction): near roots they
+// cancel heavily, and an unfused evaluation gives the same rounding as the CPU's kernels.
+
+// Physicists' Hermite H_n: NaN above the CPU's degree limit (128 float, 512 double).
+TVK_R tvk_hermite_h(TVK_R x, TVK_R nf) {
+  int n = tvk_poly_degree(nf);
+  if (n < 0) return TVK_L(0.0lf);
+  if (n == 0) return TVK_L(1.0lf);
+  if (n == 1) return x + x;
+  if (n > TVK_HERMITE_LIMIT) return TVK_R_NAN;
+  TVK_R p = TVK_L(1.0lf);
+  TVK_R q = x + x;
+  precise TVK_R r = TVK_L(0.0lf);
+  for (int k = 2; k < n + n; k += 2) {
+    r = (x + x) * q - TVK_R(k) * p;
+    p = q;
+    q = r;
+  }
+  return r;
+}
+
+// Probabilists' Hermite He_n.
+TVK_R tvk_hermite_he(TVK_R x, TVK_R nf) {
+  int n = tvk_poly_degree(nf);
+  if (n < 0) return TVK_L(0.0lf);
+  if (n == 0) return TVK_L(1.0lf);
+  if (n == 1) return x;
+  if (n > TVK_HERMITE_LIMIT) return TVK_R_NAN;
+  TVK_R p = TVK_L(1.0lf);
+  TVK_R q = x;
+  precise TVK_R r = x;
+  for (int k = 1; k < n; ++k) {
+    r = x * q - TVK_R(k) * p;
+    p = q;
+    q = r;
+  }
+  return r;
+}
+
+TVK_R tvk_laguerre_l(TVK_R x, TVK_R nf) {
+  int n = tvk_poly_degree(nf);
+  if (n < 0) return TVK_L(0.0lf);
+  if (abs(x) == TVK_L(0.0lf)) return TVK_L(1.0lf);
+  if (n == 0) return TVK_L(1.0lf);
+  if (n == 1) return TVK_L(1.0lf) - x;
+  TVK_R p = TVK_L(1.0lf);
+  TVK_R q = TVK_L(1.0lf) - x;
+  precise TVK_R r = q;
+  for (int k = 1; k < n && !tvk_isnan(q); ++k) {
+    r = ((TVK_R(k + k) + (TVK_L(1.0lf) - x)) * q - TVK_R(k) * p) / TVK_R(k + 1);
+    p = q;
+    q = r;
+  }
+  return r;
+}
+
+TVK_R tvk_legendre_p(TVK_R x, TVK_R nf) {
+  int n = tvk_poly_degree(nf);
+  if (n < 0) return TVK_L(0.0lf);
+  if (abs(x) == TVK_L(1.0lf)) return (x > TVK_L(0.0lf) || n % 2 == 0) ? TVK_L(1.0lf) : TVK_L(-1.0lf);
+  if (n == 0) return TVK_L(1.0lf);
+  if (n == 1) return x;
+  TVK_R p = TVK_L(1.0lf);
+  TVK_R q = x;
+  precise TVK_R r = x;
+  for (int k = 1; k < n && !tvk_isnan(q); ++k) {
+    r = (TVK_R(k + k + 1) * x * q - TVK_R(k) * p) / TVK_R(k + 1);
+    p = q;
+    q = r;
+  }
+  return r;
+}
+
+// ---- Floating-point decomposition and stepping (exact integer arithmetic on the bits). ----
+
+// angle of a real number: pi for negatives, 0 otherwise, NaN kept.
+TVK_R tvk_angle(TVK_R x) {
+  if (tvk_isnan(x)) return x;
+  return x < TVK_L(0.0lf) ? TVK_L(3.14159265358979323846lf) : TVK_L(0.0lf);
+}
+
+#ifdef TVK_R_DOUBLE
+// frexp: x = m 2^e with 0.5 <= |m| < 1; zeros, infinities and NaN give (x, 0).
+double tvk_frexp(double x, out int e) {
+  e = 0;
+  if (tvk_is_zero(x) || tvk_isnan(x) || tvk_isinf(x)) return x;
+  uint64_t bits = doubleBitsToUint64(x);
+  int field = int((bits >> 52) & 0x7fful);
+  uint64_t sign = bits & 0x8000000000000000ul;
+  uint64_t frac = bits & 0x000ffffffffffffful;
+  if (field == 0) {  // subnormal: normalize the fraction
+    uint hi = uint(frac >> 32);
+    int msb = hi != 0u ? 32 + findMSB(hi) : findMSB(uint(frac));
+    int shift = 52 - msb;
+    frac = (frac << shift) & 0x000ffffffffffffful;
+    field = 1 - shift;
+  }
+  e = field - 1022;
+  return uint64BitsToDouble(sign | (1022ul << 52) | frac);
+}
+
+// The next representable double after a in the direction of b.
+double tvk_nextafter(double a, double b, int dt) {
+  if (tvk_isnan(a) || tvk_isnan(b)) return a + b;
+  if (a == b) return b;
+  if (tvk_is_zero(a)) return uint64BitsToDouble((doubleBitsToUint64(b) & 0x8000000000000000ul) | 1ul);
+  uint64_t bits = doubleBitsToUint64(a);
+  bool away = (a < b) == (a > 0.0lf);
+  return uint64BitsToDouble(away ? bits + 1ul : bits - 1ul);
+}
+#else
+float tvk_frexp(float x, out int e) {
+  e = 0;
+  if (tvk_is_zero(x) || tvk_isnan(x) || tvk_isinf(x)) return x;
+  uint bits = floatBitsToUint(x);
+  int field = int((bits >> 23) & 0xffu);
+  uint sign = bits & 0x80000000u;
+  uint frac = bits & 0x007fffffu;
+  if (field == 0) {
+    int shift = 23 - findMSB(frac);
+    frac = (frac << shift) & 0x007fffffu;
+    field = 1 - shift;
+  }
+  e = field - 126;
+  return uintBitsToFloat(sign | (126u << 23) | frac);
+}
+
+// The next value after a toward b in the storage dtype `dt` (float32, float16 or bfloat16:
+// the fp32 inputs hold that dtype's values exactly, so the step is taken on its own bits).
+float tvk_nextafter(float a, float b, int dt) {
+  if (tvk_isnan(a) || tvk_isnan(b)) return a + b;
+  if (a == b) return b;
+  bool negative_b = floatBitsToUint(b) >= 0x80000000u;
+  bool away = (a < b) == (a > 0.0);
+  if (dt == DT_FLOAT16) {
+    uint h = packHalf2x16(vec2(a, 0.0)) & 0xffffu;
+    if (tvk_is_zero(a)) h = (negative_b ? 0x8000u : 0u) | 1u;
+    else h = away ? h + 1u : h - 1u;
+    return unpackHalf2x16(h).x;
+  }
+  if (dt == DT_BFLOAT16) {
+    uint h = floatBitsToUint(a) >> 16;
+    if (tvk_is_zero(a)) h = (negative_b ? 0x8000u : 0u) | 1u;
+    else h = away ? h + 1u : h - 1u;
+    return uintBitsToFloat(h << 16);
+  }
+  if (tvk_is_zero(a)) return uintBitsToFloat((negative_b ? 0x80000000u : 0u) | 1u);
+  uint bits = floatBitsToUint(a);
+  return uintBitsToFloat(away ? bits + 1u : bits - 1u);
+}
+#endif
+
+TVK_R tvk_frexp_mantissa(TVK_R x) {
+  int e;
+  return tvk_frexp(x, e);
+}
+TVK_R tvk_frexp_exponent(TVK_R x) {
+  int e;
+  tvk_frexp(x, e);
+  return TVK_R(e);
+}
+
+// ---- Regularized incomplete gamma functions P(a, x) = igamma, Q(a, x) = igammac (SciPy's
+// algorithm as PyTorch's CPU uses it: DLMF 8.11.4 / 8.7.3 series, the 8.9.2 continued fraction,
+// Temme's uniform asymptotic expansion 8.12.3/4 for large a near x). ----
+#undef TVK_IGAM_MACHEP
+#undef TVK_IGAM_MAXLOG
+#undef TVK_IGAM_BIG
+#undef TVK_IGAM_BIGINV
+#ifdef TVK_R_DOUBLE
+#define TVK_IGAM_MACHEP TVK_L(1.11022302462515654042e-16lf)
+#define TVK_IGAM_MAXLOG TVK_L(7.09782712893383996843e2lf)
+#define TVK_IGAM_BIG TVK_L(4.503599627370496e15lf)
+#define TVK_IGAM_BIGINV TVK_L(2.22044604925031308085e-16lf)
+#else
+#define TVK_IGAM_MACHEP TVK_L(5.9604644775390625e-8lf)
+#define TVK_IGAM_MAXLOG TVK_L(88.72283905206835lf)
+#define TVK_IGAM_BIG TVK_L(16777216.0lf)
+#define TVK_IGAM_BIGINV TVK_L(5.9604644775390625e-8lf)
+#endif
+
+// Lanczos sum scaled by exp(g) (Boost's g = 6.0247), as num(x) / den(x) evaluated in x or
+// in 1 / x above 1.
+TVK_R tvk_lanczos_sum_expg_scaled(TVK_R x) {
+  const TVK_R kNum[13] = TVK_R[](
+      TVK_L(0.006061842346248906525783753964555936883222lf), TVK_L(0.5098416655656676188125178644804694509993lf), TVK_L(19.51992788247617482847860966235652136208lf),
+      TVK_L(449.9445569063168119446858607650988409623lf), TVK_L(6955.999602515376140356310115515198987526lf), TVK_L(75999.29304014542649875303443598909137092lf),
+      TVK_L(601859.6171681098786670226533699352302507lf), TVK_L(3481712.15498064590882071018964774556468lf), TVK_L(14605578.08768506808414169982791359218571lf),
+      TVK_L(43338889.32467613834773723740590533316085lf), TVK_L(86363131.28813859145546927288977868422342lf), TVK_L(103794043.1163445451906271053616070238554lf),
+      TVK_L(56906521.91347156388090791033559122686859lf));
+  const TVK_R kDen[13] = TVK_R[](
+      TVK_L(1.lf), TVK_L(66.lf), TVK_L(1925.lf),
+      TVK_L(32670.lf), TVK_L(357423.lf), TVK_L(2637558.lf),
+      TVK_L(13339535.lf), TVK_L(45995730.lf), TVK_L(105258076.lf),
+      TVK_L(150917976.lf), TVK_L(120543840.lf), TVK_L(39916800.lf),
+      TVK_L(0.lf));
+  TVK_R n = TVK_L(0.0lf);
+  TVK_R d = TVK_L(0.0lf);
+  if (abs(x) > TVK_L(1.0lf)) {
+    TVK_R y = TVK_L(1.0lf) / x;
+    for (int i = 12; i >= 0; --i) {
+      n = n * y + kNum[i];
+      d = d * y + kDen[i];
+    }
+    return n / d;  // x^(N - M) with N = M = 12
+  }
+  for (int i = 0; i <= 12; ++i) {
+    n = n * x + kNum[i];
+    d = d * x + kDen[i];
+  }
+  return n / d;
+}
+
+// x^a exp(-x) / Gamma(a).
+TVK_R tvk_igam_fac(TVK_R a, TVK_R x) {
+  const TVK_R kLanczosG = TVK_L(6.024680040776729583740234375lf);
+  if (abs(a - x) > TVK_L(0.4lf) * abs(a)) {
+    TVK_R ax = a * tvk_log(x) - x - tvk_lgamma(a);
+    if (ax < -TVK_IGAM_MAXLOG) return TVK_L(0.0lf);
+    return tvk_exp(ax);
+  }
+  TVK_R fac = a + kLanczosG - TVK_L(0.5lf);
+  TVK_R res = sqrt(fac / TVK_L(2.718281828459045lf)) / tvk_lanczos_sum_expg_scaled(a);
+  if (a < TVK_L(200.0lf) && x < TVK_L(200.0lf)) {
+    res *= tvk_exp(a - x) * tvk_pow(x / fac, a);
+  } else {
+    TVK_R numfac = (x - a - kLanczosG + TVK_L(0.5lf)) / fac;
+    res *= tvk_exp(a * (tvk_log1p(numfac) - numfac) + x * (TVK_L(0.5lf) - kLanczosG) / fac);
+  }
+  return res;
+}
+
+// P(a, x) by the power series.
+TVK_R tvk_igam_series(TVK_R a, TVK_R x) {
+  TVK_R ax = tvk_igam_fac(a, x);
+  if (ax == TVK_L(0.0lf)) return TVK_L(0.0lf);
+  TVK_R r = a;
+  TVK_R c = TVK_L(1.0lf);
+  TVK_R ans = TVK_L(1.0lf);
+  for (int i = 0; i < 2000; ++i) {
+    r += TVK_L(1.0lf);
+    c *= x / r;
+    ans += c;
+    if (c <= TVK_IGAM_MACHEP * ans) break;
+  }
+  return ans * ax / a;
+}
+
+// Q(a, x) by the series that avoids cancellation for small x.
+TVK_R tvk_igamc_series(TVK_R a, TVK_R x) {
+  TVK_R fac = TVK_L(1.0lf);
+  TVK_R sum = TVK_L(0.0lf);
+  for (int n = 1; n < 2000; ++n) {
+    fac *= -x / TVK_R(n);
+    TVK_R term = fac / (a + TVK_R(n));
+    sum += term;
+    if (abs(term) <= TVK_IGAM_MACHEP * abs(sum)) break;
+  }
+  TVK_R logx = tvk_log(x);
+  TVK_R term = -tvk_expm1(a * logx - tvk_lgamma(TVK_L(1.0lf) + a));
+  return term - tvk_exp(a * logx - tvk_lgamma(a)) * sum;
+}
+
+// P (igam = true) or Q by the uniform asymptotic expansion in eta, coefficients d[k][n].
+TVK_R tvk_igam_asymptotic(TVK_R a, TVK_R x, bool igam) {
+  const TVK_R kD[625] = TVK_R[](
+      TVK_L(-3.3333333333333333e-1lf), TVK_L(8.3333333333333333e-2lf), TVK_L(-1.4814814814814815e-2lf), TVK_L(1.1574074074074074e-3lf),
+      TVK_L(3.527336860670194e-4lf), TVK_L(-1.7875514403292181e-4lf), TVK_L(3.9192631785224378e-5lf), TVK_L(-2.1854485106799922e-6lf),
+      TVK_L(-1.85406221071516e-6lf), TVK_L(8.296711340953086e-7lf), TVK_L(-1.7665952736826079e-7lf), TVK_L(6.7078535434014986e-9lf),
+      TVK_L(1.0261809784240308e-8lf), TVK_L(-4.3820360184533532e-9lf), TVK_L(9.1476995822367902e-10lf), TVK_L(-2.551419399494625e-11lf),
+      TVK_L(-5.8307721325504251e-11lf), TVK_L(2.4361948020667416e-11lf), TVK_L(-5.0276692801141756e-12lf), TVK_L(1.1004392031956135e-13lf),
+      TVK_L(3.3717632624009854e-13lf), TVK_L(-1.3923887224181621e-13lf), TVK_L(2.8534893807047443e-14lf), TVK_L(-5.1391118342425726e-16lf),
+      TVK_L(-1.9752288294349443e-15lf),
+      TVK_L(-1.8518518518518519e-3lf), TVK_L(-3.4722222222222222e-3lf), TVK_L(2.6455026455026455e-3lf), TVK_L(-9.9022633744855967e-4lf),
+      TVK_L(2.0576131687242798e-4lf), TVK_L(-4.0187757201646091e-7lf), TVK_L(-1.8098550334489978e-5lf), TVK_L(7.6491609160811101e-6lf),
+      TVK_L(-1.6120900894563446e-6lf), TVK_L(4.6471278028074343e-9lf), TVK_L(1.378633446915721e-7lf), TVK_L(-5.752545603517705e-8lf),
+      TVK_L(1.1951628599778147e-8lf), TVK_L(-1.7543241719747648e-11lf), TVK_L(-1.0091543710600413e-9lf), TVK_L(4.1627929918425826e-10lf),
+      TVK_L(-8.5639070264929806e-11lf), TVK_L(6.0672151016047586e-14lf), TVK_L(7.1624989648114854e-12lf), TVK_L(-2.9331866437714371e-12lf),
+      TVK_L(5.9966963656836887e-13lf), TVK_L(-2.1671786527323314e-16lf), TVK_L(-4.9783399723692616e-14lf), TVK_L(2.0291628823713425e-14lf),
+      TVK_L(-4.13125571381061e-15lf),
+      TVK_L(4.1335978835978836e-3lf), TVK_L(-2.6813271604938272e-3lf), TVK_L(7.7160493827160494e-4lf), TVK_L(2.0093878600823045e-6lf),
+      TVK_L(-1.0736653226365161e-4lf), TVK_L(5.2923448829120125e-5lf), TVK_L(-1.2760635188618728e-5lf), TVK_L(3.4235787340961381e-8lf),
+      TVK_L(1.3721957309062933e-6lf), TVK_L(-6.298992138380055e-7lf), TVK_L(1.4280614206064242e-7lf), TVK_L(-2.0477098421990866e-10lf),
+      TVK_L(-1.4092529910867521e-8lf), TVK_L(6.228974084922022e-9lf), TVK_L(-1.3670488396617113e-9lf), TVK_L(9.4283561590146782e-13lf),
+      TVK_L(1.2872252400089318e-10lf), TVK_L(-5.5645956134363321e-11lf), TVK_L(1.1975935546366981e-11lf), TVK_L(-4.1689782251838635e-15lf),
+      TVK_L(-1.0940640427884594e-12lf), TVK_L(4.6622399463901357e-13lf), TVK_L(-9.905105763906906e-14lf), TVK_L(1.8931876768373515e-17lf),
+      TVK_L(8.8592218725911273e-15lf),
+      TVK_L(6.4943415637860082e-4lf), TVK_L(2.2947209362139918e-4lf), TVK_L(-4.6918949439525571e-4lf), TVK_L(2.6772063206283885e-4lf),
+      TVK_L(-7.5618016718839764e-5lf), TVK_L(-2.3965051138672967e-7lf), TVK_L(1.1082654115347302e-5lf), TVK_L(-5.6749528269915966e-6lf),
+      TVK_L(1.4230900732435884e-6lf), TVK_L(-2.7861080291528142e-11lf), TVK_L(-1.6958404091930277e-7lf), TVK_L(8.0994649053880824e-8lf),
+      TVK_L(-1.9111168485973654e-8lf), TVK_L(2.3928620439808118e-12lf), TVK_L(2.0620131815488798e-9lf), TVK_L(-9.4604966618551322e-10lf),
+      TVK_L(2.1541049775774908e-10lf), TVK_L(-1.388823336813903e-14lf), TVK_L(-2.1894761681963939e-11lf), TVK_L(9.7909989511716851e-12lf),
+      TVK_L(-2.1782191880180962e-12lf), TVK_L(6.2088195734079014e-17lf), TVK_L(2.126978363279737e-13lf), TVK_L(-9.3446887915174333e-14lf),
+      TVK_L(2.0453671226782849e-14lf),
+      TVK_L(-8.618882909167117e-4lf), TVK_L(7.8403922172006663e-4lf), TVK_L(-2.9907248030319018e-4lf), TVK_L(-1.4638452578843418e-6lf),
+      TVK_L(6.6414982154651222e-5lf), TVK_L(-3.9683650471794347e-5lf), TVK_L(1.1375726970678419e-5lf), TVK_L(2.5074972262375328e-10lf),
+      TVK_L(-1.6954149536558306e-6lf), TVK_L(8.9075075322053097e-7lf), TVK_L(-2.2929348340008049e-7lf), TVK_L(2.956794137544049e-11lf),
+      TVK_L(2.8865829742708784e-8lf), TVK_L(-1.4189739437803219e-8lf), TVK_L(3.4463580499464897e-9lf), TVK_L(-2.3024517174528067e-13lf),
+      TVK_L(-3.9409233028046405e-10lf), TVK_L(1.8602338968504502e-10lf), TVK_L(-4.356323005056618e-11lf), TVK_L(1.2786001016296231e-15lf),
+      TVK_L(4.6792750266579195e-12lf), TVK_L(-2.1492464706134829e-12lf), TVK_L(4.9088156148096522e-13lf), TVK_L(-6.3385914848915603e-18lf),
+      TVK_L(-5.0453320690800944e-14lf),
+      TVK_L(-3.3679855336635815e-4lf), TVK_L(-6.9728137583658578e-5lf), TVK_L(2.7727532449593921e-4lf), TVK_L(-1.9932570516188848e-4lf),
+      TVK_L(6.7977804779372078e-5lf), TVK_L(1.419062920643967e-7lf), TVK_L(-1.3594048189768693e-5lf), TVK_L(8.0184702563342015e-6lf),
+      TVK_L(-2.2914811765080952e-6lf), TVK_L(-3.252473551298454e-10lf), TVK_L(3.4652846491085265e-7lf), TVK_L(-1.8447187191171343e-7lf),
+      TVK_L(4.8240967037894181e-8lf), TVK_L(-1.7989466721743515e-14lf), TVK_L(-6.3061945000135234e-9lf), TVK_L(3.1624176287745679e-9lf),
+      TVK_L(-7.8409242536974293e-10lf), TVK_L(5.1926791652540407e-15lf), TVK_L(9.3589442423067836e-11lf), TVK_L(-4.5134262161632782e-11lf),
+      TVK_L(1.0799129993116827e-11lf), TVK_L(-3.661886712685252e-17lf), TVK_L(-1.210902069055155e-12lf), TVK_L(5.6807435849905643e-13lf),
+      TVK_L(-1.3249659916340829e-13lf),
+      TVK_L(5.3130793646399222e-4lf), TVK_L(-5.9216643735369388e-4lf), TVK_L(2.7087820967180448e-4lf), TVK_L(7.9023532326603279e-7lf),
+      TVK_L(-8.1539693675619688e-5lf), TVK_L(5.6116827531062497e-5lf), TVK_L(-1.8329116582843376e-5lf), TVK_L(-3.0796134506033048e-9lf),
+      TVK_L(3.4651553688036091e-6lf), TVK_L(-2.0291327396058604e-6lf), TVK_L(5.7887928631490037e-7lf), TVK_L(2.338630673826657e-13lf),
+      TVK_L(-8.8286007463304835e-8lf), TVK_L(4.7435958880408128e-8lf), TVK_L(-1.2545415020710382e-8lf), TVK_L(8.6496488580102925e-14lf),
+      TVK_L(1.6846058979264063e-9lf), TVK_L(-8.5754928235775947e-10lf), TVK_L(2.1598224929232125e-10lf), TVK_L(-7.6132305204761539e-16lf),
+      TVK_L(-2.6639822008536144e-11lf), TVK_L(1.3065700536611057e-11lf), TVK_L(-3.1799163902367977e-12lf), TVK_L(4.7109761213674315e-18lf),
+      TVK_L(3.6902800842763467e-13lf),
+      TVK_L(3.4436760689237767e-4lf), TVK_L(5.1717909082605922e-5lf), TVK_L(-3.3493161081142236e-4lf), TVK_L(2.812695154763237e-4lf),
+      TVK_L(-1.0976582244684731e-4lf), TVK_L(-1.2741009095484485e-7lf), TVK_L(2.7744451511563644e-5lf), TVK_L(-1.8263488805711333e-5lf),
+      TVK_L(5.7876949497350524e-6lf), TVK_L(4.9387589339362704e-10lf), TVK_L(-1.0595367014026043e-6lf), TVK_L(6.1667143761104075e-7lf),
+      TVK_L(-1.7562973359060462e-7lf), TVK_L(-1.2974473287015439e-12lf), TVK_L(2.695423606288966e-8lf), TVK_L(-1.4578352908731271e-8lf),
+      TVK_L(3.887645959386175e-9lf), TVK_L(-3.8810022510194121e-17lf), TVK_L(-5.3279941738772867e-10lf), TVK_L(2.7437977643314845e-10lf),
+      TVK_L(-6.9957960920705679e-11lf), TVK_L(2.5899863874868481e-17lf), TVK_L(8.8566890996696381e-12lf), TVK_L(-4.403168815871311e-12lf),
+      TVK_L(1.0865561947091654e-12lf),
+      TVK_L(-6.5262391859530942e-4lf), TVK_L(8.3949872067208728e-4lf), TVK_L(-4.3829709854172101e-4lf), TVK_L(-6.969091458420552e-7lf),
+      TVK_L(1.6644846642067548e-4lf), TVK_L(-1.2783517679769219e-4lf), TVK_L(4.6299532636913043e-5lf), TVK_L(4.5579098679227077e-9lf),
+      TVK_L(-1.0595271125805195e-5lf), TVK_L(6.7833429048651666e-6lf), TVK_L(-2.1075476666258804e-6lf), TVK_L(-1.7213731432817145e-11lf),
+      TVK_L(3.7735877416110979e-7lf), TVK_L(-2.1867506700122867e-7lf), TVK_L(6.2202288040189269e-8lf), TVK_L(6.5977038267330006e-16lf),
+      TVK_L(-9.5903864974256858e-9lf), TVK_L(5.2132144922808078e-9lf), TVK_L(-1.3991589583935709e-9lf), TVK_L(5.382058999060575e-16lf),
+      TVK_L(1.9484714275467745e-10lf), TVK_L(-1.0127287556389682e-10lf), TVK_L(2.6077347197254926e-11lf), TVK_L(-5.0904186999932993e-18lf),
+      TVK_L(-3.3721464474854592e-12lf),
+      TVK_L(-5.9676129019274625e-4lf), TVK_L(-7.2048954160200106e-5lf), TVK_L(6.7823088376673284e-4lf), TVK_L(-6.4014752602627585e-4lf),
+      TVK_L(2.7750107634328704e-4lf), TVK_L(1.8197008380465151e-7lf), TVK_L(-8.4795071170685032e-5lf), TVK_L(6.105192082501531e-5lf),
+      TVK_L(-2.1073920183404862e-5lf), TVK_L(-8.8585890141255994e-10lf), TVK_L(4.5284535953805377e-6lf), TVK_L(-2.8427815022504408e-6lf),
+      TVK_L(8.7082341778646412e-7lf), TVK_L(3.6886101871706965e-12lf), TVK_L(-1.5344695190702061e-7lf), TVK_L(8.862466778790695e-8lf),
+      TVK_L(-2.5184812301826817e-8lf), TVK_L(-1.0225912098215092e-14lf), TVK_L(3.8969470758154777e-9lf), TVK_L(-2.1267304792235635e-9lf),
+      TVK_L(5.7370135528051385e-10lf), TVK_L(-1.887749850169741e-19lf), TVK_L(-8.0931538694657866e-11lf), TVK_L(4.2382723283449199e-11lf),
+      TVK_L(-1.1002224534207726e-11lf),
+      TVK_L(1.3324454494800656e-3lf), TVK_L(-1.9144384985654775e-3lf), TVK_L(1.1089369134596637e-3lf), TVK_L(9.932404122642299e-7lf),
+      TVK_L(-5.0874501293093199e-4lf), TVK_L(4.2735056665392884e-4lf), TVK_L(-1.6858853767910799e-4lf), TVK_L(-8.1301893922784998e-9lf),
+      TVK_L(4.5284402370562147e-5lf), TVK_L(-3.127053674781734e-5lf), TVK_L(1.044986828530338e-5lf), TVK_L(4.8435226265680926e-11lf),
+      TVK_L(-2.1482565873456258e-6lf), TVK_L(1.329369701097492e-6lf), TVK_L(-4.0295693092101029e-7lf), TVK_L(-1.7567877666323291e-13lf),
+      TVK_L(7.0145043163668257e-8lf), TVK_L(-4.040787734999483e-8lf), TVK_L(1.1474026743371963e-8lf), TVK_L(3.9642746853563325e-18lf),
+      TVK_L(-1.7804938269892714e-9lf), TVK_L(9.7480262548731646e-10lf), TVK_L(-2.6405338676507616e-10lf), TVK_L(5.794875163403742e-18lf),
+      TVK_L(3.7647749553543836e-11lf),
+      TVK_L(1.579727660730835e-3lf), TVK_L(1.6251626278391582e-4lf), TVK_L(-2.0633421035543276e-3lf), TVK_L(2.1389686185689098e-3lf),
+      TVK_L(-1.0108559391263003e-3lf), TVK_L(-3.9912705529919201e-7lf), TVK_L(3.6235025084764691e-4lf), TVK_L(-2.8143901463712154e-4lf),
+      TVK_L(1.0449513336495887e-4lf), TVK_L(2.1211418491830297e-9lf), TVK_L(-2.5779417251947842e-5lf), TVK_L(1.7281818956040463e-5lf),
+      TVK_L(-5.6413773872904282e-6lf), TVK_L(-1.1024320105776174e-11lf), TVK_L(1.1223224418895175e-6lf), TVK_L(-6.8693396379526735e-7lf),
+      TVK_L(2.0653236975414887e-7lf), TVK_L(4.6714772409838506e-14lf), TVK_L(-3.5609886164949055e-8lf), TVK_L(2.0470855345905963e-8lf),
+      TVK_L(-5.8091738633283358e-9lf), TVK_L(-1.332821287582869e-16lf), TVK_L(9.0354604391335133e-10lf), TVK_L(-4.9598782517330834e-10lf),
+      TVK_L(1.3481607129399749e-10lf),
+      TVK_L(-4.0725121195140166e-3lf), TVK_L(6.4033628338080698e-3lf), TVK_L(-4.0410161081676618e-3lf), TVK_L(-2.183732802866233e-6lf),
+      TVK_L(2.1740441801254639e-3lf), TVK_L(-1.9700440518418892e-3lf), TVK_L(8.3595469747962458e-4lf), TVK_L(1.9445447567109655e-8lf),
+      TVK_L(-2.5779387120421696e-4lf), TVK_L(1.9009987368139304e-4lf), TVK_L(-6.7696499937438965e-5lf), TVK_L(-1.4440629666426572e-10lf),
+      TVK_L(1.5712512518742269e-5lf), TVK_L(-1.0304008744776893e-5lf), TVK_L(3.304517767401387e-6lf), TVK_L(7.9829760242325709e-13lf),
+      TVK_L(-6.4097794149313004e-7lf), TVK_L(3.8894624761300056e-7lf), TVK_L(-1.1618347644948869e-7lf), TVK_L(-2.816808630596451e-15lf),
+      TVK_L(1.9878012911297093e-8lf), TVK_L(-1.1407719956357511e-8lf), TVK_L(3.2355857064185555e-9lf), TVK_L(4.1759468293455945e-20lf),
+      TVK_L(-5.0423112718105824e-10lf),
+      TVK_L(-5.9475779383993003e-3lf), TVK_L(-5.4016476789260452e-4lf), TVK_L(8.7910413550767898e-3lf), TVK_L(-9.8576315587856125e-3lf),
+      TVK_L(5.0134695031021538e-3lf), TVK_L(1.2807521786221875e-6lf), TVK_L(-2.0626019342754683e-3lf), TVK_L(1.7109128573523058e-3lf),
+      TVK_L(-6.7695312714133799e-4lf), TVK_L(-6.9011545676562133e-9lf), TVK_L(1.8855128143995902e-4lf), TVK_L(-1.3395215663491969e-4lf),
+      TVK_L(4.6263183033528039e-5lf), TVK_L(4.0034230613321351e-11lf), TVK_L(-1.0255652921494033e-5lf), TVK_L(6.612086372797651e-6lf),
+      TVK_L(-2.0913022027253008e-6lf), TVK_L(-2.0951775649603837e-13lf), TVK_L(3.9756029041993247e-7lf), TVK_L(-2.3956211978815887e-7lf),
+      TVK_L(7.1182883382145864e-8lf), TVK_L(8.925574873053455e-16lf), TVK_L(-1.2101547235064676e-8lf), TVK_L(6.9350618248334386e-9lf),
+      TVK_L(-1.9661464453856102e-9lf),
+      TVK_L(1.7402027787522711e-2lf), TVK_L(-2.9527880945699121e-2lf), TVK_L(2.0045875571402799e-2lf), TVK_L(7.0289515966903407e-6lf),
+      TVK_L(-1.2375421071343148e-2lf), TVK_L(1.1976293444235254e-2lf), TVK_L(-5.4156038466518525e-3lf), TVK_L(-6.3290893396418616e-8lf),
+      TVK_L(1.8855118129005065e-3lf), TVK_L(-1.473473274825001e-3lf), TVK_L(5.5515810097708387e-4lf), TVK_L(5.2406834412550662e-10lf),
+      TVK_L(-1.4357913535784836e-4lf), TVK_L(9.9181293224943297e-5lf), TVK_L(-3.3460834749478311e-5lf), TVK_L(-3.5755837291098993e-12lf),
+      TVK_L(7.1560851960630076e-6lf), TVK_L(-4.5516802628155526e-6lf), TVK_L(1.4236576649271475e-6lf), TVK_L(1.8803149082089664e-14lf),
+      TVK_L(-2.6623403898929211e-7lf), TVK_L(1.5950642189595716e-7lf), TVK_L(-4.7187514673841102e-8lf), TVK_L(-6.5107872958755177e-17lf),
+      TVK_L(7.9795091026746235e-9lf),
+      TVK_L(3.0249124160905891e-2lf), TVK_L(2.4817436002649977e-3lf), TVK_L(-4.9939134373457022e-2lf), TVK_L(5.9915643009307869e-2lf),
+      TVK_L(-3.2483207601623391e-2lf), TVK_L(-5.7212968652103441e-6lf), TVK_L(1.5085251778569354e-2lf), TVK_L(-1.3261324005088445e-2lf),
+      TVK_L(5.5515262632426148e-3lf), TVK_L(3.0263182257030016e-8lf), TVK_L(-1.7229548406756723e-3lf), TVK_L(1.2893570099929637e-3lf),
+      TVK_L(-4.6845138348319876e-4lf), TVK_L(-1.830259937893045e-10lf), TVK_L(1.1449739014822654e-4lf), TVK_L(-7.7378565221244477e-5lf),
+      TVK_L(2.5625836246985201e-5lf), TVK_L(1.0766165333192814e-12lf), TVK_L(-5.3246809282422621e-6lf), TVK_L(3.349634863064464e-6lf),
+      TVK_L(-1.0381253128684018e-6lf), TVK_L(-5.608909920621128e-15lf), TVK_L(1.9150821930676591e-7lf), TVK_L(-1.1418365800203486e-7lf),
+      TVK_L(3.3654425209171788e-8lf),
+      TVK_L(-9.9051020880159045e-2lf), TVK_L(1.7954011706123486e-1lf), TVK_L(-1.2989606383463778e-1lf), TVK_L(-3.1478872752284357e-5lf),
+      TVK_L(9.0510635276848131e-2lf), TVK_L(-9.2828824411184397e-2lf), TVK_L(4.4412112839877808e-2lf), TVK_L(2.7779236316835888e-7lf),
+      TVK_L(-1.7229543805449697e-2lf), TVK_L(1.4182925050891573e-2lf), TVK_L(-5.6214161633747336e-3lf), TVK_L(-2.39598509186381e-9lf),
+      TVK_L(1.6029634366079908e-3lf), TVK_L(-1.1606784674435773e-3lf), TVK_L(4.1001337768153873e-4lf), TVK_L(1.8365800754090661e-11lf),
+      TVK_L(-9.5844256563655903e-5lf), TVK_L(6.3643062337764708e-5lf), TVK_L(-2.076250624489065e-5lf), TVK_L(-1.1806020912804483e-13lf),
+      TVK_L(4.2131808239120649e-6lf), TVK_L(-2.6262241337012467e-6lf), TVK_L(8.0770620494930662e-7lf), TVK_L(6.0125912123632725e-16lf),
+      TVK_L(-1.4729737374018841e-7lf),
+      TVK_L(-1.9994542198219728e-1lf), TVK_L(-1.5056113040026424e-2lf), TVK_L(3.6470239469348489e-1lf), TVK_L(-4.6435192311733545e-1lf),
+      TVK_L(2.6640934719197893e-1lf), TVK_L(3.4038266027147191e-5lf), TVK_L(-1.3784338709329624e-1lf), TVK_L(1.276467178337056e-1lf),
+      TVK_L(-5.6213828755200985e-2lf), TVK_L(-1.753150885483011e-7lf), TVK_L(1.9235592956768113e-2lf), TVK_L(-1.5088821281095315e-2lf),
+      TVK_L(5.7401854451350123e-3lf), TVK_L(1.0622382710310225e-9lf), TVK_L(-1.5335082692563998e-3lf), TVK_L(1.0819320643228214e-3lf),
+      TVK_L(-3.7372510193945659e-4lf), TVK_L(-6.6170909729031985e-12lf), TVK_L(8.4263617380909628e-5lf), TVK_L(-5.5150706827483479e-5lf),
+      TVK_L(1.7769536448348069e-5lf), TVK_L(3.8827923210205533e-14lf), TVK_L(-3.53513697488768e-6lf), TVK_L(2.1865832130045269e-6lf),
+      TVK_L(-6.6812849447625594e-7lf),
+      TVK_L(7.2438608504029431e-1lf), TVK_L(-1.3918010932653375lf), TVK_L(1.0654143352413968lf), TVK_L(1.876173868950258e-4lf),
+      TVK_L(-8.2705501176152696e-1lf), TVK_L(8.9352433347828414e-1lf), TVK_L(-4.4971003995291339e-1lf), TVK_L(-1.6107401567546652e-6lf),
+      TVK_L(1.9235590165271091e-1lf), TVK_L(-1.6597702160042609e-1lf), TVK_L(6.8882222681814333e-2lf), TVK_L(1.3910091724608687e-8lf),
+      TVK_L(-2.146911561508663e-2lf), TVK_L(1.6228980898865892e-2lf), TVK_L(-5.9796016172584256e-3lf), TVK_L(-1.1287469112826745e-10lf),
+      TVK_L(1.5167451119784857e-3lf), TVK_L(-1.0478634293553899e-3lf), TVK_L(3.5539072889126421e-4lf), TVK_L(8.1704322111801517e-13lf),
+      TVK_L(-7.7773013442452395e-5lf), TVK_L(5.0291413897007722e-5lf), TVK_L(-1.6035083867000518e-5lf), TVK_L(1.2469354315487605e-14lf),
+      TVK_L(3.1369106244517615e-6lf),
+      TVK_L(1.6668949727276811lf), TVK_L(1.165462765994632e-1lf), TVK_L(-3.3288393225018906lf), TVK_L(4.4692325482864037lf),
+      TVK_L(-2.6977693045875807lf), TVK_L(-2.600667859891061e-4lf), TVK_L(1.5389017615694539lf), TVK_L(-1.4937962361134612lf),
+      TVK_L(6.8881964633233148e-1lf), TVK_L(1.3077482004552385e-6lf), TVK_L(-2.5762963325596288e-1lf), TVK_L(2.1097676102125449e-1lf),
+      TVK_L(-8.3714408359219882e-2lf), TVK_L(-7.7920428881354753e-9lf), TVK_L(2.4267923064833599e-2lf), TVK_L(-1.7813678334552311e-2lf),
+      TVK_L(6.3970330388900056e-3lf), TVK_L(4.9430807090480523e-11lf), TVK_L(-1.5554602758465635e-3lf), TVK_L(1.0561196919903214e-3lf),
+      TVK_L(-3.5277184460472902e-4lf), TVK_L(9.3002334645022459e-14lf), TVK_L(7.5285855026557172e-5lf), TVK_L(-4.8186515569156351e-5lf),
+      TVK_L(1.5227271505597605e-5lf),
+      TVK_L(-6.6188298861372935lf), TVK_L(1.3397985455142589e+1lf), TVK_L(-1.0789350606845146e+1lf), TVK_L(-1.4352254537875018e-3lf),
+      TVK_L(9.2333694596189809lf), TVK_L(-1.0456552819547769e+1lf), TVK_L(5.5105526029033471lf), TVK_L(1.2024439690716742e-5lf),
+      TVK_L(-2.5762961164755816lf), TVK_L(2.3207442745387179lf), TVK_L(-1.0045728797216284lf), TVK_L(-1.0207833290021914e-7lf),
+      TVK_L(3.3975092171169466e-1lf), TVK_L(-2.6720517450757468e-1lf), TVK_L(1.0235252851562706e-1lf), TVK_L(8.4329730484871625e-10lf),
+      TVK_L(-2.7998284958442595e-2lf), TVK_L(2.0066274144976813e-2lf), TVK_L(-7.0554368915086242e-3lf), TVK_L(1.9402238183698188e-12lf),
+      TVK_L(1.6562888105449611e-3lf), TVK_L(-1.1082898580743683e-3lf), TVK_L(3.654545161310169e-4lf), TVK_L(-5.1290032026971794e-11lf),
+      TVK_L(-7.6340103696869031e-5lf),
+      TVK_L(-1.7112706061976095e+1lf), TVK_L(-1.1208044642899116lf), TVK_L(3.7131966511885444e+1lf), TVK_L(-5.2298271025348962e+1lf),
+      TVK_L(3.3058589696624618e+1lf), TVK_L(2.4791298976200222e-3lf), TVK_L(-2.061089403411526e+1lf), TVK_L(2.088672775145582e+1lf),
+      TVK_L(-1.0045703956517752e+1lf), TVK_L(-1.2238783449063012e-5lf), TVK_L(4.0770134274221141lf), TVK_L(-3.473667358470195lf),
+      TVK_L(1.4329352617312006lf), TVK_L(7.1359914411879712e-8lf), TVK_L(-4.4797257159115612e-1lf), TVK_L(3.4112666080644461e-1lf),
+      TVK_L(-1.2699786326594923e-1lf), TVK_L(-2.8953677269081528e-10lf), TVK_L(3.3125776278259863e-2lf), TVK_L(-2.3274087021036101e-2lf),
+      TVK_L(8.0399993503648882e-3lf), TVK_L(-1.177805216235265e-9lf), TVK_L(-1.8321624891071668e-3lf), TVK_L(1.2108282933588665e-3lf),
+      TVK_L(-3.9479941246822517e-4lf),
+      TVK_L(7.389033153567425e+1lf), TVK_L(-1.5680141270402273e+2lf), TVK_L(1.322177542759164e+2lf), TVK_L(1.3692876877324546e-2lf),
+      TVK_L(-1.2366496885920151e+2lf), TVK_L(1.4620689391062729e+2lf), TVK_L(-8.0365587724865346e+1lf), TVK_L(-1.1259851148881298e-4lf),
+      TVK_L(4.0770132196179938e+1lf), TVK_L(-3.8210340013273034e+1lf), TVK_L(1.719522294277362e+1lf), TVK_L(9.3519707955168356e-7lf),
+      TVK_L(-6.2716159907747034lf), TVK_L(5.1168999071852637lf), TVK_L(-2.0319658112299095lf), TVK_L(-4.9507215582761543e-9lf),
+      TVK_L(5.9626397294332597e-1lf), TVK_L(-4.4220765337238094e-1lf), TVK_L(1.6079998700166273e-1lf), TVK_L(-2.4733786203223402e-8lf),
+      TVK_L(-4.0307574759979762e-2lf), TVK_L(2.7849050747097869e-2lf), TVK_L(-9.4751858992054221e-3lf), TVK_L(6.419922235909132e-6lf),
+      TVK_L(2.1250180774699461e-3lf),
+      TVK_L(2.1216837098382522e+2lf), TVK_L(1.3107863022633868e+1lf), TVK_L(-4.9698285932871748e+2lf), TVK_L(7.3121595266969204e+2lf),
+      TVK_L(-4.8213821720890847e+2lf), TVK_L(-2.8817248692894889e-2lf), TVK_L(3.2616720302947102e+2lf), TVK_L(-3.4389340280087117e+2lf),
+      TVK_L(1.7195193870816232e+2lf), TVK_L(1.4038077378096158e-4lf), TVK_L(-7.52594195897599e+1lf), TVK_L(6.651969984520934e+1lf),
+      TVK_L(-2.8447519748152462e+1lf), TVK_L(-7.613702615875391e-7lf), TVK_L(9.5402237105304373lf), TVK_L(-7.5175301113311376lf),
+      TVK_L(2.8943997568871961lf), TVK_L(-4.6612194999538201e-7lf), TVK_L(-8.0615149598794088e-1lf), TVK_L(5.8483006570631029e-1lf),
+      TVK_L(-2.0845408972964956e-1lf), TVK_L(1.4765818959305817e-4lf), TVK_L(5.1000433863753019e-2lf), TVK_L(-3.3066252141883665e-2lf),
+      TVK_L(1.5109265210467774e-2lf),
+      TVK_L(-9.8959643098322368e+2lf), TVK_L(2.1925555360905233e+3lf), TVK_L(-1.9283586782723356e+3lf), TVK_L(-1.5925738122215253e-1lf),
+      TVK_L(1.9569985945919857e+3lf), TVK_L(-2.4072514765081556e+3lf), TVK_L(1.3756149959336496e+3lf), TVK_L(1.2920735237496668e-3lf),
+      TVK_L(-7.525941715948055e+2lf), TVK_L(7.3171668742208716e+2lf), TVK_L(-3.4137023466220065e+2lf), TVK_L(-9.9857390260608043e-6lf),
+      TVK_L(1.3356313181291573e+2lf), TVK_L(-1.1276295161252794e+2lf), TVK_L(4.6310396098204458e+1lf), TVK_L(-7.9237387133614756e-6lf),
+      TVK_L(-1.4510726927018646e+1lf), TVK_L(1.1111771248100563e+1lf), TVK_L(-4.1690817945270892lf), TVK_L(3.1008219800117808e-3lf),
+      TVK_L(1.1220095449981468lf), TVK_L(-7.6052379926149916e-1lf), TVK_L(3.6262236505085254e-1lf), TVK_L(2.216867741940747e-1lf),
+      TVK_L(4.8683443692930507e-1lf));
+  TVK_R lambda = x / a;
+  TVK_R sigma = (x - a) / a;
+  TVK_R eta = TVK_L(0.0lf);
+  if (lambda > TVK_L(1.0lf)) eta = sqrt(TVK_L(-2.0lf) * (tvk_log1p(sigma) - sigma));
+  else if (lambda < TVK_L(1.0lf)) eta = -sqrt(TVK_L(-2.0lf) * (tvk_log1p(sigma) - sigma));
+  TVK_R sgn = igam ? TVK_L(-1.0lf) : TVK_L(1.0lf);
+  TVK_R res = TVK_L(0.5lf) * tvk_erfc(sgn * eta * sqrt(a / TVK_L(2.0lf)));
+  TVK_R etapow[25];
+  etapow[0] = TVK_L(1.0lf);
+  int maxpow = 0;
+  TVK_R sum = TVK_L(0.0lf);
+  TVK_R afac = TVK_L(1.0lf);
+  TVK_R absoldterm = TVK_R_INF;
+  for (int k = 0; k < 25; ++k) {
+    TVK_R ck = kD[25 * k];
+    for (int n = 1; n < 25; ++n) {
+      if (n > maxpow) {
+        etapow[n] = eta * etapow[n - 1];
+        maxpow += 1;
+      }
+      TVK_R ckterm = kD[25 * k + n] * etapow[n];
+      ck += ckterm;
+      if (abs(ckterm) < TVK_IGAM_MACHEP * abs(ck)) break;
+    }
+    TVK_R term = ck * afac;
+    TVK_R absterm = abs(term);
+    if (absterm > absoldterm) break;
+    sum += term;
+    if (absterm < TVK_IGAM_MACHEP * abs(sum)) break;
+    absoldterm = absterm;
+    afac /= a;
+  }
+  // 2 pi with pi rounded to float, as the CPU kernel writes it (for both dtypes).
+  res += sgn * tvk_exp(TVK_L(-0.5lf) * a * eta * eta) * sum /
+         sqrt(TVK_L(2.0lf) * TVK_L(3.1415927410125732lf) * a);
+  return res;
+}
+
+// Q(a, x) by the continued fraction (x > 1.1, x >= a).
+TVK_R tvk_igamc_continued_fraction(TVK_R a, TVK_R x) {
+  TVK_R ax = tvk_igam_fac(a, x);
+  if (ax == TVK_L(0.0lf)) return TVK_L(0.0lf);
+  TVK_R y = TVK_L(1.0lf) - a;
+  TVK_R z = x + y + TVK_L(1.0lf);
+  TVK_R c = TVK_L(0.0lf);
+  TVK_R pkm2 = TVK_L(1.0lf);
+  TVK_R qkm2 = x;
+  TVK_R pkm1 = x + TVK_L(1.0lf);
+  TVK_R qkm1 = z * x;
+  TVK_R ans = pkm1 / qkm1;
+  for (int i = 0; i < 2000; ++i) {
+    c += TVK_L(1.0lf);
+    y += TVK_L(1.0lf);
+    z += TVK_L(2.0lf);
+    TVK_R yc = y * c;
+    TVK_R pk = pkm1 * z - pkm2 * yc;
+    TVK_R qk = qkm1 * z - qkm2 * yc;
+    TVK_R t = TVK_L(1.0lf);
+    if (qk != TVK_L(0.0lf)) {
+      TVK_R r = pk / qk;
+      t = abs((ans - r) / r);
+      ans = r;
+    }
+    pkm2 = pkm1;
+    pkm1 = pk;
+    qkm2 = qkm1;
+    qkm1 = qk;
+    if (abs(pk) > TVK_IGAM_BIG) {
+      pkm2 *= TVK_IGAM_BIGINV;
+      pkm1 *= TVK_IGAM_BIGINV;
+      qkm2 *= TVK_IGAM_BIGINV;
+      qkm1 *= TVK_IGAM_BIGINV;
+    }
+    if (t <= TVK_IGAM_MACHEP) break;
+  }
+  return ans * ax;
+}
+
+// Boundary values shared by P and Q (SciPy's): NaN outside a, x >= 0 (and for a = 0 = x or
+// a = x = inf); `lower` selects P. Returns false when no boundary rule applies.
+bool tvk_igam_boundary(TVK_R a, TVK_R x, bool lower, out TVK_R r) {
+  r = TVK_R_NAN;
+  if (x < TVK_L(0.0lf) || a < TVK_L(0.0lf)) return true;
+  if (a == TVK_L(0.0lf)) {
+    if (x > TVK_L(0.0lf)) r = lower ? TVK_L(1.0lf) : TVK_L(0.0lf);
+    return true;
+  }
+  if (x == TVK_L(0.0lf)) {
+    r = lower ? TVK_L(0.0lf) : TVK_L(1.0lf);
+    return true;
+  }
+  if (tvk_isinf(a)) {
+    if (!tvk_isinf(x)) r = lower ? TVK_L(0.0lf) : TVK_L(1.0lf);
+    return true;
+  }
+  if (tvk_isinf(x)) {
+    r = lower ? TVK_L(1.0lf) : TVK_L(0.0lf);
+    return true;
+  }
+  return false;
+}
+
+// Whether (a, x) is in the range of the uniform asymptotic expansion.
+bool tvk_igam_use_asymptotic(TVK_R a, TVK_R x) {
+  TVK_R absxma_a = abs(x - a) / a;
+  if (a > TVK_L(20.0lf) && a < TVK_L(200.0lf) && absxma_a < TVK_L(0.3lf)) return true;
+  return a > TVK_L(200.0lf) && absxma_a < TVK_L(4.5lf) / sqrt(a);
+}
+
+TVK_R tvk_igammac(TVK_R a, TVK_R x) {
+  TVK_R r;
+  if (tvk_igam_boundary(a, x, false, r)) return r;
+  if (tvk_igam_use_asymptotic(a, x)) return tvk_igam_asymptotic(a, x, false);
+  if (x > TVK_L(1.1lf)) {
+    if (x < a) return TVK_L(1.0lf) - tvk_igam_series(a, x);
+    return tvk_igamc_continued_fraction(a, x);
+  }
+  if (x <= TVK_L(0.5lf)) {
+    if (TVK_L(-0.4lf) / tvk_log(x) < a) return TVK_L(1.0lf) - tvk_igam_series(a, x);
+    return tvk_igamc_series(a, x);
+  }
+  if (x * TVK_L(1.1lf) < a) return TVK_L(1.0lf) - tvk_igam_series(a, x);
+  return tvk_igamc_series(a, x);
+}
+
+TVK_R tvk_igamma(TVK_R a, TVK_R x) {
+  TVK_R r;
+  if (tvk_igam_boundary(a, x, true, r)) return r;
+  if (tvk_igam_use_asymptotic(a, x)) return tvk_igam_asymptotic(a, x, true);
+  if (x > TVK_L(1.0lf) && x > a) return TVK_L(1.0lf) - tvk_igammac(a, x);
+  return tvk_igam_series(a, x);
+}
