@@ -910,7 +910,9 @@ double tvk_log_sigmoid_grad(double x) {
 #define TVK_L(x) x
 #define TVK_R_INF TVK_F64_INF
 #define TVK_R_NAN TVK_F64_NAN
+#define TVK_R_DOUBLE 1
 #include "special.glsl"
+#undef TVK_R_DOUBLE
 #undef TVK_R
 #undef TVK_L
 #undef TVK_R_INF

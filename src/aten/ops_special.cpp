@@ -1,15 +1,23 @@
 // Native element-wise special functions and NaN-aware binary ops, all from the element-wise op
 // table (shaders/elementwise_ops.toml, math in shaders/special.glsl): logaddexp(2), xlogy,
 // special_xlog1py, special_zeta, polygamma, fmax / fmin, heaviside, sinc, special_entr, logit
-// (+ backward), rsub, and PReLU's kernels. Iterators are built the way the CPU's structured
+// (+ backward), rsub, PReLU's kernels, the Bessel and normal-distribution functions (i0, i0e,
+// i1, i1e, ndtri, log_ndtr, erfcx, bessel_j/y, modified_bessel_i/k, airy_ai, ...), the
+// orthogonal polynomials, nextafter, frexp and angle; linalg_cross and renorm are composites
+// of native ops. Iterators are built the way the CPU's structured
 // kernels build them, so broadcasting, type promotion and output dtypes match; dtypes the CPU
 // kernel does not dispatch raise its "not implemented" error.
 #include <ATen/ATen.h>
 #include <ATen/TensorIterator.h>
+#include <ATen/AccumulateType.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/WrapDimUtils.h>
 #include <ATen/native/BinaryOps.h>
+#include <ATen/native/Resize.h>
 #include <torch/library.h>
 
 #include <optional>
+#include <vector>
 
 #include "aten/launch.h"
 #include "aten/vk_common.h"
@@ -121,7 +129,128 @@ at::Tensor rsub(const at::Tensor& self, const at::Tensor& other, const Scalar& a
 
 TVK_UNARY_FLOAT_OP(sinc, "sinc")
 TVK_UNARY_FLOAT_OP(entr, "entr")
+TVK_UNARY_FLOAT_OP(i0, "i0")
 #undef TVK_UNARY_FLOAT_OP
+
+// out = kernel(a) for the special_* unary ops: integer inputs promote to the default float
+// dtype; `floats_only` ops (the CPU dispatches them for float32/float64 only) reject
+// float16/bfloat16 with the CPU kernel's error under `cpu_name`.
+at::Tensor& unary_special(const char* kernel, bool floats_only, const char* cpu_name, at::Tensor& out,
+                          const at::Tensor& a) {
+  auto iter = at::TensorIterator::unary_float_op(out, a);
+  const at::ScalarType dtype = iter.common_dtype();
+  if (floats_only && dtype != at::kFloat && dtype != at::kDouble) raise_not_implemented_for(cpu_name, dtype);
+  launch_elementwise(iter, kernel, compute_kind_for(iter, dtype));
+  if (!out.defined()) out = iter.output();
+  return out;
+}
+
+// Functional and out= forms of one special_* unary op.
+#define TVK_SPECIAL_UNARY(fn, kernel, floats_only, cpu_name)                                    \
+  at::Tensor fn(const at::Tensor& a) {                                                          \
+    at::Tensor out;                                                                             \
+    return unary_special(kernel, floats_only, cpu_name, out, a);                                \
+  }                                                                                             \
+  at::Tensor& fn##_out(const at::Tensor& a, at::Tensor& out) {                                  \
+    return unary_special(kernel, floats_only, cpu_name, out, a);                                \
+  }
+
+TVK_SPECIAL_UNARY(special_i0e, "i0e", false, "i0e_cpu")
+TVK_SPECIAL_UNARY(special_i1, "i1", false, "i1_cpu")
+TVK_SPECIAL_UNARY(special_i1e, "i1e", false, "i1e_cpu")
+TVK_SPECIAL_UNARY(special_ndtri, "ndtri", true, "ndtri_cpu")
+TVK_SPECIAL_UNARY(special_log_ndtr, "log_ndtr", true, "log_ndtr_cpu")
+TVK_SPECIAL_UNARY(special_erfcx, "erfcx", true, "erfcx_cpu")
+TVK_SPECIAL_UNARY(special_bessel_j0, "bessel_j0", true, "bessel_j0_cpu")
+TVK_SPECIAL_UNARY(special_bessel_j1, "bessel_j1", true, "bessel_j1_cpu")
+TVK_SPECIAL_UNARY(special_bessel_y0, "bessel_y0", true, "bessel_y0_cpu")
+TVK_SPECIAL_UNARY(special_bessel_y1, "bessel_y1", true, "bessel_y1_cpu")
+TVK_SPECIAL_UNARY(special_modified_bessel_i0, "i0", true, "modified_bessel_i0_cpu")
+TVK_SPECIAL_UNARY(special_modified_bessel_i1, "i1", true, "modified_bessel_i1_cpu")
+TVK_SPECIAL_UNARY(special_modified_bessel_k0, "modified_bessel_k0", true, "modified_bessel_k0_cpu")
+TVK_SPECIAL_UNARY(special_modified_bessel_k1, "modified_bessel_k1", true, "modified_bessel_k1_cpu")
+TVK_SPECIAL_UNARY(special_scaled_modified_bessel_k0, "scaled_modified_bessel_k0", true,
+                  "scaled_modified_bessel_k0_cpu")
+TVK_SPECIAL_UNARY(special_scaled_modified_bessel_k1, "scaled_modified_bessel_k1", true,
+                  "scaled_modified_bessel_k1_cpu")
+TVK_SPECIAL_UNARY(special_spherical_bessel_j0, "spherical_bessel_j0", true, "spherical_bessel_j0_cpu")
+TVK_SPECIAL_UNARY(special_airy_ai, "airy_ai", true, "airy_ai_cpu")
+TVK_SPECIAL_UNARY(angle, "angle", false, "angle_cpu")
+#undef TVK_SPECIAL_UNARY
+
+// The orthogonal polynomials p_n(x): x and n promote together to a float dtype (integers to
+// the default float); the CPU dispatches float32 and float64 only. The Scalar overloads are
+// composites that wrap the scalar into a CPU 0-dim tensor and land here.
+at::Tensor& polynomial(const char* kernel, const char* cpu_name, at::Tensor& out, const at::Tensor& x,
+                       const at::Tensor& n) {
+  auto iter = at::TensorIterator::binary_float_op(out, x, n);
+  const at::ScalarType dtype = iter.common_dtype();
+  if (dtype != at::kFloat && dtype != at::kDouble) raise_not_implemented_for(cpu_name, dtype);
+  launch_elementwise(iter, kernel, compute_kind_for(iter, dtype));
+  if (!out.defined()) out = iter.output();
+  return out;
+}
+
+#define TVK_POLYNOMIAL(fn, kernel)                                                              \
+  at::Tensor special_##fn(const at::Tensor& x, const at::Tensor& n) {                           \
+    at::Tensor out;                                                                             \
+    return polynomial(kernel, kernel "_cpu", out, x, n);                                        \
+  }                                                                                             \
+  at::Tensor& special_##fn##_out(const at::Tensor& x, const at::Tensor& n, at::Tensor& out) {   \
+    return polynomial(kernel, kernel "_cpu", out, x, n);                                        \
+  }
+
+TVK_POLYNOMIAL(chebyshev_polynomial_t, "chebyshev_polynomial_t")
+TVK_POLYNOMIAL(chebyshev_polynomial_u, "chebyshev_polynomial_u")
+TVK_POLYNOMIAL(chebyshev_polynomial_v, "chebyshev_polynomial_v")
+TVK_POLYNOMIAL(chebyshev_polynomial_w, "chebyshev_polynomial_w")
+TVK_POLYNOMIAL(shifted_chebyshev_polynomial_t, "shifted_chebyshev_polynomial_t")
+TVK_POLYNOMIAL(shifted_chebyshev_polynomial_u, "shifted_chebyshev_polynomial_u")
+TVK_POLYNOMIAL(shifted_chebyshev_polynomial_v, "shifted_chebyshev_polynomial_v")
+TVK_POLYNOMIAL(shifted_chebyshev_polynomial_w, "shifted_chebyshev_polynomial_w")
+TVK_POLYNOMIAL(hermite_polynomial_h, "hermite_polynomial_h")
+TVK_POLYNOMIAL(hermite_polynomial_he, "hermite_polynomial_he")
+TVK_POLYNOMIAL(laguerre_polynomial_l, "laguerre_polynomial_l")
+TVK_POLYNOMIAL(legendre_polynomial_p, "legendre_polynomial_p")
+#undef TVK_POLYNOMIAL
+
+// nextafter: same-dtype promotion as the CPU's binary op; floating dtypes only. The kernel
+// steps in the output's storage format (float16 / bfloat16 values are stepped on their bits).
+at::Tensor& nextafter_out_vk(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
+  return binary("nextafter", out, a, b, Promote::Same, true, "nextafter_cpu");
+}
+at::Tensor nextafter(const at::Tensor& a, const at::Tensor& b) {
+  at::Tensor out;
+  return nextafter_out_vk(a, b, out);
+}
+at::Tensor& nextafter_(at::Tensor& a, const at::Tensor& b) { return nextafter_out_vk(a, b, a); }
+
+// frexp: mantissa in the input's dtype, exponent int32 (one element-wise pass per output).
+std::tuple<at::Tensor&, at::Tensor&> frexp_out_vk(const at::Tensor& self, at::Tensor& mantissa,
+                                                  at::Tensor& exponent) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "torch.frexp() only supports floating-point dtypes");
+  TORCH_CHECK(mantissa.dtype() == self.dtype(), "torch.frexp() expects mantissa to have dtype ",
+              self.dtype(), " but got ", mantissa.dtype());
+  TORCH_CHECK(exponent.dtype() == at::kInt, "torch.frexp() expects exponent to have int dtype but got ",
+              exponent.dtype());
+  const auto kind = compute_kind_for(self.scalar_type());
+  auto mantissa_iter = at::TensorIteratorConfig()
+                           .add_output(mantissa)
+                           .add_const_input(self)
+                           .check_all_same_dtype(false)
+                           .set_check_mem_overlap(true)
+                           .build();
+  launch_elementwise(mantissa_iter, "frexp_mantissa", kind);
+  auto exponent_iter = at::TensorIteratorConfig()
+                           .add_output(exponent)
+                           .add_const_input(self)
+                           .check_all_same_dtype(false)
+                           .set_check_mem_overlap(true)
+                           .build();
+  launch_elementwise(exponent_iter, "frexp_exponent", kind);
+  return {mantissa, exponent};
+}
 
 // logit: eps = None is eps < 0 in the kernel (no clamping), as on the CPU.
 at::Tensor& logit_out_vk(const at::Tensor& self, std::optional<double> eps, at::Tensor& out) {
@@ -153,6 +282,70 @@ at::Tensor& polygamma_out_vk(int64_t n, const at::Tensor& self, at::Tensor& out)
 at::Tensor polygamma(int64_t n, const at::Tensor& self) {
   at::Tensor out;
   return polygamma_out_vk(n, self, out);
+}
+
+// linalg_cross as a composite of native ops: with a_k, b_k the components along `dim` and the
+// cyclic shifts s1(t) = (t_1, t_2, t_0), s2(t) = (t_2, t_0, t_1), a x b = s1(a) s2(b) - s2(a) s1(b).
+at::Tensor& linalg_cross_out_vk(const at::Tensor& input, const at::Tensor& other, int64_t dim, at::Tensor& out) {
+  TORCH_CHECK(input.dim() == other.dim(), "linalg.cross: inputs must have the same number of dimensions.");
+  TORCH_CHECK(input.size(dim) == 3 && other.size(dim) == 3, "linalg.cross: inputs dimension ", dim,
+              " must have length 3. Got ", input.size(dim), " and ", other.size(dim));
+  const auto out_size = at::infer_size(input.sizes(), other.sizes());
+  TORCH_CHECK(input.scalar_type() == other.scalar_type(), "expected scalar type ", input.scalar_type(),
+              " but found ", other.scalar_type());
+  if (input.scalar_type() == at::kBool) raise_not_implemented_for("cross", at::kBool);
+  const int64_t d = c10::maybe_wrap_dim(dim, input.dim());
+  auto shift = [d](const at::Tensor& t, int64_t k) {
+    return at::cat({t.narrow(d, k, 3 - k), t.narrow(d, 0, k)}, d);
+  };
+  const at::Tensor a = input.expand(out_size);
+  const at::Tensor b = other.expand(out_size);
+  const at::Tensor result = shift(a, 1) * shift(b, 2) - shift(a, 2) * shift(b, 1);
+  if (!out.defined()) return out = result;
+  at::native::resize_output(out, out_size);
+  out.copy_(result);
+  return out;
+}
+at::Tensor linalg_cross(const at::Tensor& input, const at::Tensor& other, int64_t dim) {
+  at::Tensor out;
+  return linalg_cross_out_vk(input, other, dim, out);
+}
+
+// renorm as the CPU computes it: per-slice p-norms along every dimension but `dim` (in fp32
+// for float16/bfloat16), factor = maxnorm / (norm + 1e-7) where norm > maxnorm else 1, rounded
+// to the input's dtype, then out = self * factor.
+at::Tensor& renorm_out_vk(const at::Tensor& self, const Scalar& p, int64_t dim, const Scalar& maxnorm,
+                          at::Tensor& out) {
+  TORCH_CHECK(!p.isComplex(), "renorm: p must be real-valued");
+  TORCH_CHECK(p.toDouble() > 0.0, "renorm: non-positive-norm not supported");
+  TORCH_CHECK(!maxnorm.isComplex(), "renorm: maxnorm must be real-valued");
+  TORCH_CHECK(maxnorm.toDouble() >= 0.0, "renorm: expected maxnorm to be >= 0 but got ", maxnorm.toDouble());
+  const int64_t ndim = self.dim();
+  TORCH_CHECK(ndim > 1, "renorm: input needs at least 2 dimensions, got ", ndim, " dimensions");
+  dim = c10::maybe_wrap_dim(dim, ndim);
+  const at::ScalarType dtype = self.scalar_type();
+  TORCH_CHECK(at::isFloatingType(dtype),
+              "linalg.vector_norm: Expected a floating point or complex tensor as input. Got ", dtype);
+  std::vector<int64_t> reduce_dims;
+  for (int64_t i = 0; i < ndim; ++i) {
+    if (i != dim) reduce_dims.push_back(i);
+  }
+  const at::ScalarType acc = at::toAccumulateType(dtype, /*is_cuda=*/true);
+  const at::Tensor norm = at::linalg_vector_norm(self, p, reduce_dims, /*keepdim=*/true,
+                                                 acc != dtype ? std::optional<at::ScalarType>(acc) : std::nullopt);
+  const at::Tensor scaled = at::full_like(norm, maxnorm) / (norm + 1e-7);
+  const at::Tensor factor = at::where(norm > maxnorm, scaled, at::ones_like(norm)).to(dtype);
+  if (!out.defined()) return out = self * factor;
+  at::native::resize_output(out, self.sizes());
+  at::mul_out(out, self, factor);
+  return out;
+}
+at::Tensor renorm(const at::Tensor& self, const Scalar& p, int64_t dim, const Scalar& maxnorm) {
+  at::Tensor out;
+  return renorm_out_vk(self, p, dim, maxnorm, out);
+}
+at::Tensor& renorm_(at::Tensor& self, const Scalar& p, int64_t dim, const Scalar& maxnorm) {
+  return renorm_out_vk(self, p, dim, maxnorm, self);
 }
 
 // PReLU: the composite at::prelu broadcasts the weight to the input before calling these.
@@ -217,6 +410,52 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sinc.out", TORCH_FN(sinc_out));
   m.impl("special_entr", TORCH_FN(entr));
   m.impl("special_entr.out", TORCH_FN(entr_out));
+  m.impl("i0", TORCH_FN(i0));
+  m.impl("i0_", TORCH_FN(i0_));
+  m.impl("i0.out", TORCH_FN(i0_out));
+#define TVK_IMPL_SPECIAL(fn)                          \
+  m.impl(#fn, TORCH_FN(fn));                          \
+  m.impl(#fn ".out", TORCH_FN(fn##_out));
+  TVK_IMPL_SPECIAL(special_i0e)
+  TVK_IMPL_SPECIAL(special_i1)
+  TVK_IMPL_SPECIAL(special_i1e)
+  TVK_IMPL_SPECIAL(special_ndtri)
+  TVK_IMPL_SPECIAL(special_log_ndtr)
+  TVK_IMPL_SPECIAL(special_erfcx)
+  TVK_IMPL_SPECIAL(special_bessel_j0)
+  TVK_IMPL_SPECIAL(special_bessel_j1)
+  TVK_IMPL_SPECIAL(special_bessel_y0)
+  TVK_IMPL_SPECIAL(special_bessel_y1)
+  TVK_IMPL_SPECIAL(special_modified_bessel_i0)
+  TVK_IMPL_SPECIAL(special_modified_bessel_i1)
+  TVK_IMPL_SPECIAL(special_modified_bessel_k0)
+  TVK_IMPL_SPECIAL(special_modified_bessel_k1)
+  TVK_IMPL_SPECIAL(special_scaled_modified_bessel_k0)
+  TVK_IMPL_SPECIAL(special_scaled_modified_bessel_k1)
+  TVK_IMPL_SPECIAL(special_spherical_bessel_j0)
+  TVK_IMPL_SPECIAL(special_airy_ai)
+  TVK_IMPL_SPECIAL(angle)
+  TVK_IMPL_SPECIAL(special_chebyshev_polynomial_t)
+  TVK_IMPL_SPECIAL(special_chebyshev_polynomial_u)
+  TVK_IMPL_SPECIAL(special_chebyshev_polynomial_v)
+  TVK_IMPL_SPECIAL(special_chebyshev_polynomial_w)
+  TVK_IMPL_SPECIAL(special_shifted_chebyshev_polynomial_t)
+  TVK_IMPL_SPECIAL(special_shifted_chebyshev_polynomial_u)
+  TVK_IMPL_SPECIAL(special_shifted_chebyshev_polynomial_v)
+  TVK_IMPL_SPECIAL(special_shifted_chebyshev_polynomial_w)
+  TVK_IMPL_SPECIAL(special_hermite_polynomial_h)
+  TVK_IMPL_SPECIAL(special_hermite_polynomial_he)
+  TVK_IMPL_SPECIAL(special_laguerre_polynomial_l)
+  TVK_IMPL_SPECIAL(special_legendre_polynomial_p)
+  m.impl("nextafter", TORCH_FN(nextafter));
+  m.impl("nextafter_", TORCH_FN(nextafter_));
+  m.impl("nextafter.out", TORCH_FN(nextafter_out_vk));
+  m.impl("frexp.Tensor_out", TORCH_FN(frexp_out_vk));
+  m.impl("linalg_cross", TORCH_FN(linalg_cross));
+  m.impl("linalg_cross.out", TORCH_FN(linalg_cross_out_vk));
+  m.impl("renorm", TORCH_FN(renorm));
+  m.impl("renorm_", TORCH_FN(renorm_));
+  m.impl("renorm.out", TORCH_FN(renorm_out_vk));
   m.impl("logit", TORCH_FN(logit));
   m.impl("logit_", TORCH_FN(logit_));
   m.impl("logit.out", TORCH_FN(logit_out_vk));
@@ -226,6 +465,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("polygamma.out", TORCH_FN(polygamma_out_vk));
   m.impl("_prelu_kernel", TORCH_FN(prelu_kernel));
   m.impl("_prelu_kernel_backward", TORCH_FN(prelu_kernel_backward));
+#undef TVK_IMPL_SPECIAL
 }
 
 }  // namespace tvk::aten
