@@ -565,7 +565,7 @@ TEST_F(ScanKernel, DTypesInPlaceSpecialValuesAndInvalid) {
   p.dim = 0;
   EXPECT_NO_THROW(scan(stream(), p));
   p.dim = 8;
-  p.op = static_cast<ScanOp>(3);
+  p.op = static_cast<ScanOp>(5);
   EXPECT_THROW(scan(stream(), p), std::invalid_argument);
   p.op = ScanOp::Sum;
   p.out = d.at();
