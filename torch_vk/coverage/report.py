@@ -31,6 +31,9 @@ KNOWN_FAILURE_REASONS = {
             "stable=True order, checked in tests/python/test_sort.py). Values agree.",
     "argsort": "as sort.",
     "topk": "as sort: ties in bfloat16 are returned in stable order; values agree.",
+    "mode": "float16 / bfloat16 sample 6 (long rows): the values agree; the CPU sorts long rows "
+            "with an unstable std::sort, so which occurrence its index names is not defined; vk "
+            "returns the last occurrence, as the CPU does on short rows.",
     "nn.functional.multi_head_attention_forward": "sample 1 trains with dropout_p=0.5: the "
             "dropout mask comes from vk's own Philox generator, so it differs from the CPU's "
             "(random ops are compared statistically in tests/python/test_random.py).",
