@@ -481,7 +481,17 @@ TVK_R tvk_log_ndtr(TVK_R x) {
 // approximations: a polynomial with the first two zeros factored out up to 5, the Hankel
 // asymptotic form with rational P, Q in 25 / x^2 above). ----
 
-TVK_R tvk_bessel_j0(TVK_R x) {
+// The Hankel asymptotic form used above x = 5 (order 0 in tvk_bessel_hankel0, 1 in
+// tvk_bessel_hankel1): with P = pp / pq and Q = qp / qq rational in 25 / x^2 and
+// xn = x - (2 order + 1) pi / 4, J = sqrt(2 / (pi x)) (P cos(xn) - 5 / x Q sin(xn)) and
+// Y = sqrt(2 / (pi x)) (P sin(xn) + 5 / x Q cos(xn)).
+TVK_R tvk_bessel_hankel(TVK_R p, TVK_R q, TVK_R x, TVK_R xn, bool second_kind) {
+  TVK_R v = second_kind ? p * tvk_sin(xn) + TVK_L(5.0lf) / x * q * tvk_cos(xn)
+                        : p * tvk_cos(xn) - TVK_L(5.0lf) / x * q * tvk_sin(xn);
+  return v * TVK_L(0.797884560802865355879892119868763737lf) / sqrt(x);
+}
+
+TVK_R tvk_bessel_hankel0(TVK_R x, bool second_kind) {
   const TVK_R kJ0PP[7] = TVK_R[](
       TVK_L(7.96936729297347051624e-04lf), TVK_L(8.28352392107440799803e-02lf), TVK_L(1.23953371646414299388e+00lf),
       TVK_L(5.44725003058768775090e+00lf), TVK_L(8.74716500199817011941e+00lf), TVK_L(5.30324038235394892183e+00lf),
@@ -498,35 +508,17 @@ TVK_R tvk_bessel_j0(TVK_R x) {
       TVK_L(6.43178256118178023184e+01lf), TVK_L(8.56430025976980587198e+02lf), TVK_L(3.88240183605401609683e+03lf),
       TVK_L(7.24046774195652478189e+03lf), TVK_L(5.93072701187316984827e+03lf), TVK_L(2.06209331660327847417e+03lf),
       TVK_L(2.42005740240291393179e+02lf));
-  const TVK_R kJ0RP[4] = TVK_R[](
-      TVK_L(-4.79443220978201773821e+09lf), TVK_L(1.95617491946556577543e+12lf), TVK_L(-2.49248344360967716204e+14lf),
-      TVK_L(9.70862251047306323952e+15lf));
-  const TVK_R kJ0RQ[8] = TVK_R[](
-      TVK_L(4.99563147152651017219e+02lf), TVK_L(1.73785401676374683123e+05lf), TVK_L(4.84409658339962045305e+07lf),
-      TVK_L(1.11855537045356834862e+10lf), TVK_L(2.11277520115489217587e+12lf), TVK_L(3.10518229857422583814e+14lf),
-      TVK_L(3.18121955943204943306e+16lf), TVK_L(1.71086294081043136091e+18lf));
-  x = abs(x);
-  if (x <= TVK_L(5.0lf)) {
-    TVK_R x2 = x * x;
-    if (x < TVK_L(0.00001lf)) return TVK_L(1.0lf) - x2 / TVK_L(4.0lf);
-    TVK_R rp, rq;
-    TVK_HORNER(rp, x2, kJ0RP, 4)
-    TVK_HORNER(rq, x2, kJ0RQ, 8)
-    return (x2 - TVK_L(5.78318596294678452118e+00lf)) * (x2 - TVK_L(3.04712623436620863991e+01lf)) * rp / rq;
-  }
   TVK_R z = TVK_L(25.0lf) / (x * x);
   TVK_R pp, pq, qp, qq;
   TVK_HORNER(pp, z, kJ0PP, 7)
   TVK_HORNER(pq, z, kJ0PQ, 7)
   TVK_HORNER(qp, z, kJ0QP, 8)
   TVK_HORNER(qq, z, kJ0QQ, 7)
-  TVK_R xn = x - TVK_L(0.785398163397448309615660845819875721lf);
-  return (pp / pq * tvk_cos(xn) - TVK_L(5.0lf) / x * (qp / qq) * tvk_sin(xn)) *
-         TVK_L(0.797884560802865355879892119868763737lf) / sqrt(x);
+  return tvk_bessel_hankel(pp / pq, qp / qq, x, x - TVK_L(0.785398163397448309615660845819875721lf),
+                           second_kind);
 }
 
-// J1 is odd.
-TVK_R tvk_bessel_j1(TVK_R x_in) {
+TVK_R tvk_bessel_hankel1(TVK_R x, bool second_kind) {
   const TVK_R kJ1PP[7] = TVK_R[](
       TVK_L(7.62125616208173112003e-04lf), TVK_L(7.31397056940917570436e-02lf), TVK_L(1.12719608129684925192e+00lf),
       TVK_L(5.11207951146807644818e+00lf), TVK_L(8.42404590141772420927e+00lf), TVK_L(5.21451598682361504063e+00lf),
@@ -543,6 +535,38 @@ TVK_R tvk_bessel_j1(TVK_R x_in) {
       TVK_L(7.42373277035675149943e+01lf), TVK_L(1.05644886038262816351e+03lf), TVK_L(4.98641058337653607651e+03lf),
       TVK_L(9.56231892404756170795e+03lf), TVK_L(7.99704160447350683650e+03lf), TVK_L(2.82619278517639096600e+03lf),
       TVK_L(3.36093607810698293419e+02lf));
+  TVK_R z = TVK_L(5.0lf) / x * (TVK_L(5.0lf) / x);
+  TVK_R pp, pq, qp, qq;
+  TVK_HORNER(pp, z, kJ1PP, 7)
+  TVK_HORNER(pq, z, kJ1PQ, 7)
+  TVK_HORNER(qp, z, kJ1QP, 8)
+  TVK_HORNER(qq, z, kJ1QQ, 7)
+  return tvk_bessel_hankel(pp / pq, qp / qq, x, x - TVK_L(2.356194490192344928846982537459627163lf),
+                           second_kind);
+}
+
+TVK_R tvk_bessel_j0(TVK_R x) {
+  const TVK_R kJ0RP[4] = TVK_R[](
+      TVK_L(-4.79443220978201773821e+09lf), TVK_L(1.95617491946556577543e+12lf), TVK_L(-2.49248344360967716204e+14lf),
+      TVK_L(9.70862251047306323952e+15lf));
+  const TVK_R kJ0RQ[8] = TVK_R[](
+      TVK_L(4.99563147152651017219e+02lf), TVK_L(1.73785401676374683123e+05lf), TVK_L(4.84409658339962045305e+07lf),
+      TVK_L(1.11855537045356834862e+10lf), TVK_L(2.11277520115489217587e+12lf), TVK_L(3.10518229857422583814e+14lf),
+      TVK_L(3.18121955943204943306e+16lf), TVK_L(1.71086294081043136091e+18lf));
+  x = abs(x);
+  if (x <= TVK_L(5.0lf)) {
+    TVK_R x2 = x * x;
+    if (x < TVK_L(0.00001lf)) return TVK_L(1.0lf) - x2 / TVK_L(4.0lf);
+    TVK_R rp, rq;
+    TVK_HORNER(rp, x2, kJ0RP, 4)
+    TVK_HORNER(rq, x2, kJ0RQ, 8)
+    return (x2 - TVK_L(5.78318596294678452118e+00lf)) * (x2 - TVK_L(3.04712623436620863991e+01lf)) * rp / rq;
+  }
+  return tvk_bessel_hankel0(x, false);
+}
+
+// J1 is odd.
+TVK_R tvk_bessel_j1(TVK_R x_in) {
   const TVK_R kJ1RP[4] = TVK_R[](
       TVK_L(-8.99971225705559398224e+08lf), TVK_L(4.52228297998194034323e+11lf), TVK_L(-7.27494245221818276015e+13lf),
       TVK_L(3.68295732863852883286e+15lf));
@@ -559,37 +583,13 @@ TVK_R tvk_bessel_j1(TVK_R x_in) {
     TVK_HORNER(rq, x2, kJ1RQ, 8)
     r = rp / rq * x * (x2 - TVK_L(1.46819706421238932572e+01lf)) * (x2 - TVK_L(4.92184563216946036703e+01lf));
   } else {
-    TVK_R z = TVK_L(5.0lf) / x * (TVK_L(5.0lf) / x);
-    TVK_R pp, pq, qp, qq;
-    TVK_HORNER(pp, z, kJ1PP, 7)
-    TVK_HORNER(pq, z, kJ1PQ, 7)
-    TVK_HORNER(qp, z, kJ1QP, 8)
-    TVK_HORNER(qq, z, kJ1QQ, 7)
-    TVK_R xn = x - TVK_L(2.356194490192344928846982537459627163lf);
-    r = (pp / pq * tvk_cos(xn) - TVK_L(5.0lf) / x * (qp / qq) * tvk_sin(xn)) *
-        TVK_L(0.797884560802865355879892119868763737lf) / sqrt(x);
+    r = tvk_bessel_hankel1(x, false);
   }
   return x_in < TVK_L(0.0lf) ? -r : r;
 }
 
 // Y0: -inf at 0, NaN for negative x.
 TVK_R tvk_bessel_y0(TVK_R x) {
-  const TVK_R kY0PP[7] = TVK_R[](
-      TVK_L(7.96936729297347051624e-04lf), TVK_L(8.28352392107440799803e-02lf), TVK_L(1.23953371646414299388e+00lf),
-      TVK_L(5.44725003058768775090e+00lf), TVK_L(8.74716500199817011941e+00lf), TVK_L(5.30324038235394892183e+00lf),
-      TVK_L(9.99999999999999997821e-01lf));
-  const TVK_R kY0PQ[7] = TVK_R[](
-      TVK_L(9.24408810558863637013e-04lf), TVK_L(8.56288474354474431428e-02lf), TVK_L(1.25352743901058953537e+00lf),
-      TVK_L(5.47097740330417105182e+00lf), TVK_L(8.76190883237069594232e+00lf), TVK_L(5.30605288235394617618e+00lf),
-      TVK_L(1.00000000000000000218e+00lf));
-  const TVK_R kY0QP[8] = TVK_R[](
-      TVK_L(-1.13663838898469149931e-02lf), TVK_L(-1.28252718670509318512e+00lf), TVK_L(-1.95539544257735972385e+01lf),
-      TVK_L(-9.32060152123768231369e+01lf), TVK_L(-1.77681167980488050595e+02lf), TVK_L(-1.47077505154951170175e+02lf),
-      TVK_L(-5.14105326766599330220e+01lf), TVK_L(-6.05014350600728481186e+00lf));
-  const TVK_R kY0QQ[7] = TVK_R[](
-      TVK_L(6.43178256118178023184e+01lf), TVK_L(8.56430025976980587198e+02lf), TVK_L(3.88240183605401609683e+03lf),
-      TVK_L(7.24046774195652478189e+03lf), TVK_L(5.93072701187316984827e+03lf), TVK_L(2.06209331660327847417e+03lf),
-      TVK_L(2.42005740240291393179e+02lf));
   const TVK_R kY0YP[8] = TVK_R[](
       TVK_L(1.55924367855235737965e+04lf), TVK_L(-1.46639295903971606143e+07lf), TVK_L(5.43526477051876500413e+09lf),
       TVK_L(-9.82136065717911466409e+11lf), TVK_L(8.75906394395366999549e+13lf), TVK_L(-3.46628303384729719441e+15lf),
@@ -607,34 +607,10 @@ TVK_R tvk_bessel_y0(TVK_R x) {
     TVK_HORNER(yq, x2, kY0YQ, 7)
     return yp / yq + TVK_L(0.636619772367581343075535053490057448lf) * tvk_log(x) * tvk_bessel_j0(x);
   }
-  TVK_R z = TVK_L(25.0lf) / (x * x);
-  TVK_R pp, pq, qp, qq;
-  TVK_HORNER(pp, z, kY0PP, 7)
-  TVK_HORNER(pq, z, kY0PQ, 7)
-  TVK_HORNER(qp, z, kY0QP, 8)
-  TVK_HORNER(qq, z, kY0QQ, 7)
-  TVK_R xn = x - TVK_L(0.785398163397448309615660845819875721lf);
-  return (pp / pq * tvk_sin(xn) + TVK_L(5.0lf) / x * (qp / qq) * tvk_cos(xn)) *
-         TVK_L(0.797884560802865355879892119868763737lf) / sqrt(x);
+  return tvk_bessel_hankel0(x, true);
 }
 
 TVK_R tvk_bessel_y1(TVK_R x) {
-  const TVK_R kY1PP[7] = TVK_R[](
-      TVK_L(7.62125616208173112003e-04lf), TVK_L(7.31397056940917570436e-02lf), TVK_L(1.12719608129684925192e+00lf),
-      TVK_L(5.11207951146807644818e+00lf), TVK_L(8.42404590141772420927e+00lf), TVK_L(5.21451598682361504063e+00lf),
-      TVK_L(1.00000000000000000254e+00lf));
-  const TVK_R kY1PQ[7] = TVK_R[](
-      TVK_L(5.71323128072548699714e-04lf), TVK_L(6.88455908754495404082e-02lf), TVK_L(1.10514232634061696926e+00lf),
-      TVK_L(5.07386386128601488557e+00lf), TVK_L(8.39985554327604159757e+00lf), TVK_L(5.20982848682361821619e+00lf),
-      TVK_L(9.99999999999999997461e-01lf));
-  const TVK_R kY1QP[8] = TVK_R[](
-      TVK_L(5.10862594750176621635e-02lf), TVK_L(4.98213872951233449420e+00lf), TVK_L(7.58238284132545283818e+01lf),
-      TVK_L(3.66779609360150777800e+02lf), TVK_L(7.10856304998926107277e+02lf), TVK_L(5.97489612400613639965e+02lf),
-      TVK_L(2.11688757100572135698e+02lf), TVK_L(2.52070205858023719784e+01lf));
-  const TVK_R kY1QQ[7] = TVK_R[](
-      TVK_L(7.42373277035675149943e+01lf), TVK_L(1.05644886038262816351e+03lf), TVK_L(4.98641058337653607651e+03lf),
-      TVK_L(9.56231892404756170795e+03lf), TVK_L(7.99704160447350683650e+03lf), TVK_L(2.82619278517639096600e+03lf),
-      TVK_L(3.36093607810698293419e+02lf));
   const TVK_R kY1YP[6] = TVK_R[](
       TVK_L(1.26320474790178026440e+09lf), TVK_L(-6.47355876379160291031e+11lf), TVK_L(1.14509511541823727583e+14lf),
       TVK_L(-8.12770255501325109621e+15lf), TVK_L(2.02439475713594898196e+17lf), TVK_L(-7.78877196265950026825e+17lf));
@@ -652,15 +628,7 @@ TVK_R tvk_bessel_y1(TVK_R x) {
     return x * (yp / yq) + TVK_L(0.636619772367581343075535053490057448lf) *
                                (tvk_bessel_j1(x) * tvk_log(x) - TVK_L(1.0lf) / x);
   }
-  TVK_R z = TVK_L(5.0lf) / x * (TVK_L(5.0lf) / x);
-  TVK_R pp, pq, qp, qq;
-  TVK_HORNER(pp, z, kY1PP, 7)
-  TVK_HORNER(pq, z, kY1PQ, 7)
-  TVK_HORNER(qp, z, kY1QP, 8)
-  TVK_HORNER(qq, z, kY1QQ, 7)
-  TVK_R xn = x - TVK_L(2.356194490192344928846982537459627163lf);
-  return (pp / pq * tvk_sin(xn) + TVK_L(5.0lf) / x * (qp / qq) * tvk_cos(xn)) *
-         TVK_L(0.797884560802865355879892119868763737lf) / sqrt(x);
+  return tvk_bessel_hankel1(x, true);
 }
 
 // ---- Modified Bessel functions of the second kind (Cephes' Chebyshev expansions in x^2 - 2

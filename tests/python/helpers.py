@@ -68,6 +68,18 @@ def make(shape, dtype, low=-3.0, high=3.0, seed=0):
     return torch.randint(lo, hi, shape, generator=g, dtype=dtype)
 
 
+
+def with_ties(shape, dtype, seed=0):
+    """A CPU tensor with many ties (values in a range of 5, negatives where the dtype has them),
+    for ops whose tie rule or stable order matters (sort, cummax, mode, unique...)."""
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    x = torch.randint(0, 5, shape, generator=g)
+    if dtype.is_floating_point or dtype in (torch.int8, torch.int16, torch.int32, torch.int64):
+        x = x - 2
+    return x.to(dtype)
+
 def _strided(x):
     big = torch.empty(x.shape + (2,), dtype=x.dtype, device=x.device)
     view = big[..., 1]

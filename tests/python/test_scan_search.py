@@ -4,7 +4,7 @@ non-contiguous, empty and 0-dim inputs, out=, bad input."""
 import pytest
 import torch
 
-from helpers import check, layouts, make
+from helpers import check, layouts, make, with_ties
 
 pytestmark = [pytest.mark.usefixtures("strict_native"),
               # searchsorted warns (once, like the CPU) about non-contiguous operands.
@@ -15,17 +15,6 @@ ALL_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch
 FLOAT_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 NAN = float("nan")
 INF = float("inf")
-
-
-def with_ties(shape, dtype, seed=0):
-    """Values with many ties (small integer range) so that the tie rule matters."""
-    g = torch.Generator().manual_seed(seed)
-    if dtype == torch.bool:
-        return torch.rand(shape, generator=g) > 0.5
-    x = torch.randint(0, 5, shape, generator=g)
-    if dtype != torch.uint8:
-        x = x - 2
-    return x.to(dtype)
 
 
 def grad_check(fn, x, atol=1e-5, rtol=1e-4):

@@ -4,7 +4,7 @@ merge path), every dtype, non-contiguous and empty inputs, bad input."""
 import pytest
 import torch
 
-from helpers import check, layouts, make
+from helpers import check, layouts, make, with_ties
 
 pytestmark = pytest.mark.usefixtures("strict_native")
 
@@ -12,17 +12,6 @@ ALL_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch
               torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool]
 NAN = float("nan")
 INF = float("inf")
-
-
-def with_ties(shape, dtype, seed=0):
-    """Values with many ties (small integer range) so that stable order matters."""
-    g = torch.Generator().manual_seed(seed)
-    if dtype == torch.bool:
-        return torch.rand(shape, generator=g) > 0.5
-    x = torch.randint(0, 5, shape, generator=g)
-    if dtype.is_floating_point or dtype in (torch.int8, torch.int16, torch.int32, torch.int64):
-        x = x - 2
-    return x.to(dtype)
 
 
 def check_unstable(fn, x):
