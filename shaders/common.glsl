@@ -305,6 +305,11 @@ void store_f64(uint64_t base, int dt, int i, double v) {
 #define TVK_ERR_BERNOULLI_P_OUT_OF_RANGE 10u
 #define TVK_ERR_MAX_UNPOOL2D_INVALID_INDEX 11u
 #define TVK_ERR_MAX_UNPOOL3D_INVALID_INDEX 12u
+#define TVK_ERR_EMBEDDING_BAG_INDEX_OUT_OF_RANGE 13u
+#define TVK_ERR_EMBEDDING_BAG_MAX_INDEX_OUT_OF_RANGE 14u
+#define TVK_ERR_EMBEDDING_BAG_FIRST_OFFSET_NOT_ZERO 15u
+#define TVK_ERR_MULTI_MARGIN_TARGET_OUT_OF_RANGE 16u
+#define TVK_ERR_MULTILABEL_MARGIN_TARGET_OUT_OF_RANGE 17u
 
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer TvkErrorRecord {
   uint state;  // 0 empty, 1 being written, 2 complete

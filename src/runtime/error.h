@@ -76,6 +76,19 @@ enum class DeviceErrorCode : uint32_t {
   // Same text with "{dim}x{size >> 32}x{size & 0xffffffff}" (max_unpool3d: dim = output depth,
   // size = output height << 32 | output width)
   MaxUnpool3dInvalidIndex = 12,
+  // RuntimeError "Index {dim} of input takes value {index} which is not in the valid range
+  // [0, {size})" (embedding_bag, mode sum / mean)
+  EmbeddingBagIndexOutOfRange = 13,
+  // RuntimeError "embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be
+  // {index}" (embedding_bag, mode max)
+  EmbeddingBagMaxIndexOutOfRange = 14,
+  // RuntimeError "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start
+  // from position 0. However, got {index}" (embedding_bag)
+  EmbeddingBagFirstOffsetNotZero = 15,
+  // RuntimeError "target out of range" (multi_margin_loss)
+  MultiMarginTargetOutOfRange = 16,
+  // RuntimeError "argument #2 'target' is out of range" (multilabel_margin_loss)
+  MultilabelMarginTargetOutOfRange = 17,
 };
 
 // Layout of the per-stream error record in device memory (mirrored by TvkErrorRecord in

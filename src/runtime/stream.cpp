@@ -740,6 +740,23 @@ void throw_device_error(const DeviceErrorRecord& r) {
           "Found an invalid max index: ", r.index, " (output volumes are of size ", r.dim, "x",
           static_cast<uint64_t>(r.size) >> 32, "x", static_cast<uint64_t>(r.size) & 0xffffffffu,
           ")"));
+    case DeviceErrorCode::EmbeddingBagIndexOutOfRange:
+      throw DeviceAssertError(detail::concat("Index ", r.dim, " of input takes value ", r.index,
+                                             " which is not in the valid range [0, ", r.size,
+                                             ")"));
+    case DeviceErrorCode::EmbeddingBagMaxIndexOutOfRange:
+      throw DeviceAssertError(detail::concat(
+          "embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be ",
+          r.index));
+    case DeviceErrorCode::EmbeddingBagFirstOffsetNotZero:
+      throw DeviceAssertError(detail::concat(
+          "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
+          "position 0. However, got ",
+          r.index));
+    case DeviceErrorCode::MultiMarginTargetOutOfRange:
+      throw DeviceAssertError("target out of range");
+    case DeviceErrorCode::MultilabelMarginTargetOutOfRange:
+      throw DeviceAssertError("argument #2 'target' is out of range");
     default:
       throw DeviceAssertError(detail::concat("torch-vk: a kernel reported device error code ",
                                              r.code, " (index ", r.index, ", size ", r.size,
