@@ -40,8 +40,11 @@ at::Tensor alias_output(const at::Tensor& t) {
   c10::DataPtr ptr(storage.mutable_data(), nullptr, &keep_memory, storage.device());
   c10::Storage alias(c10::Storage::use_byte_size_t(), storage.nbytes(), std::move(ptr),
                      /*allocator=*/nullptr, /*resizable=*/false);
-  at::Tensor out = at::empty({0}, t.options());
-  out.set_(alias, t.storage_offset(), t.sizes(), t.strides());
+  // Built directly (not at::empty + set_): a replay of a training graph hands out a hundred or
+  // more saved activations, and two dispatcher round trips per output were most of its cost.
+  at::Tensor out =
+      at::detail::make_tensor<c10::TensorImpl>(std::move(alias), t.key_set(), t.dtype());
+  out.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
   return out;
 }
 
