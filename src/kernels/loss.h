@@ -78,4 +78,30 @@ void nll_loss_forward(Stream& stream, const NllLoss& problem, bool reduction_non
 void nll_loss_backward(Stream& stream, const NllLoss& problem, bool reduction_none, bool mean,
                        Operand grad_output, Operand total_weight, Operand grad_input);
 
+// Margin losses over a contiguous x [N, C] (N = rows, C = classes; Float32 or Float64 operands
+// of one dtype, targets Int64). Targets are checked on the device: a bad one is reported to the
+// stream's device error record (thrown at its next wait) and never used as an index.
+struct MarginLoss {
+  ComputeKind kind = ComputeKind::Float32;
+  int64_t rows = 0, classes = 0;
+  Operand self;    // x [N, C]
+  Operand target;  // multi_margin: [N]; multilabel: [N, C], each row's labels up to its first -1
+  Operand weight;  // multi_margin only; address 0: none
+  int p = 1;       // multi_margin: 1 or 2
+  double margin = 1;
+};
+// out[n] = sum_{i != t_n} w[t_n] max(0, margin - x[n, t_n] + x[n, i])^p / C (one per row).
+// Targets outside [0, C): DeviceErrorCode::MultiMarginTargetOutOfRange, the row gives 0.
+void multi_margin_loss_forward(Stream& stream, const MarginLoss& problem, Operand out);
+// grad_input [N, C] = the CPU's gradient times scale * grad_output (grad_output[n] when
+// per_row_grad, else grad_output[0]); scale = 1 / C (1 / (N C) for mean).
+void multi_margin_loss_backward(Stream& stream, const MarginLoss& problem, double scale, bool per_row_grad,
+                                Operand grad_output, Operand grad_input);
+// out[n] = sum over the row's labels j and non-label classes i of max(0, 1 - x[j] + x[i]) / C;
+// is_target [N, C] = 1 at the labels, else 0. Entries outside [-1, C):
+// DeviceErrorCode::MultilabelMarginTargetOutOfRange (ignored as labels).
+void multilabel_margin_loss_forward(Stream& stream, const MarginLoss& problem, Operand out, Operand is_target);
+void multilabel_margin_loss_backward(Stream& stream, const MarginLoss& problem, double scale, bool per_row_grad,
+                                     Operand grad_output, Operand is_target, Operand grad_input);
+
 }  // namespace tvk::kernels
