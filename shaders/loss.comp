@@ -19,6 +19,9 @@
 //  14 multilabel_margin  per row n: out[n] = sum_{j < L} sum_{i not a target} max(0, 1 - x[t_j] + x[i]) / C,
 //                        and is_target [N, C] (t_j: the row's targets up to the first negative one)
 //  15 multilabel_margin_bwd  grad_input [N, C] (element-parallel)
+//  16 ctc_alpha      log_alpha [N, T, S] and nll [N]: the CTC forward recursion in log space
+//  17 ctc_beta       log_beta [N, T, S]: the backward recursion
+//  18 ctc_grad       grad [T, N, C] from log_alpha + log_beta (element-parallel)
 // P0 = beta / delta, P1 = norm (the gradient scale, 1 / numel for mean). Math in fp32 for
 // float16 / bfloat16 / float32 (KIND 0) or fp64 (KIND 3); stores round once.
 //
@@ -195,7 +198,7 @@ void nll_sample(uint i) {
 }
 #endif
 
-#if OP >= 12
+#if OP >= 12 && OP < 16
 // ---------------------------------------------------------------- margin losses
 #define ROW_WG 256  // the launcher's workgroup size for these ops
 shared T row_partial[ROW_WG];
@@ -327,14 +330,161 @@ void multilabel_margin_backward_element(uint e) {
   STORE_T(pc.addr[0], pc.dtype[0], row + i, g * (above - T(multiplicity) * below));
 }
 #endif
-#endif  // OP >= 12
+#endif  // OP >= 12 && OP < 16
+
+#if OP >= 16
+// ---------------------------------------------------------------- CTC loss
+// Operands: log_probs [T, N, C] contiguous (in0 = addr[1]), targets (addr[2], Int32 / Int64,
+// each sample's labels contiguous from its offset), meta (addr[3], Int64 [3, N]: input length,
+// target length, target offset). numel = N (ctc_alpha / ctc_beta: one workgroup per sample) or
+// T N C (ctc_grad), aux0 = C, aux1 = T, pi = blank, mode = S << 1 | zero_infinity with
+// S = 2 max_target_length + 1.
+//   ctc_alpha: addr[0] = log_alpha [N, T, S], addr[4] = nll [N].
+//   ctc_beta:  addr[0] = log_beta [N, T, S].
+//   ctc_grad:  addr[0] = grad [T, N, C], addr[4] = [log_alpha; log_beta] [2, N, T, S],
+//              addr[5] = [nll; grad_output] [2, N].
+// Entries outside each sample's lengths are -inf (log_alpha / log_beta) or 0 (grad). Labels
+// outside [0, C) have probability 0 (never read). The recursions read the previous row written
+// by other invocations of the workgroup: the rows are accessed through a coherent reference and
+// every step ends with a buffer memory barrier and a workgroup barrier.
+#define CTC_WG 256  // the launcher's workgroup size
+#if TVK_FLOAT64
+#define NEG_INF (-TVK_F64_INF)
+layout(buffer_reference, std430, buffer_reference_align = 8) coherent buffer CtcRows { double v[]; };
+#else
+#define NEG_INF (-TVK_F32_INF)
+layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer CtcRows { float v[]; };
+#endif
+
+int ctc_batch() { return OP == 18 ? pc.numel / (pc.aux1 * pc.aux0) : pc.numel; }
+int ctc_meta(int k, int b) { return int(load_i64(pc.addr[3], pc.dtype[3], k * ctc_batch() + b)); }
+
+bool index_in_range(int64_t t, int64_t n) { return max(t, 0l) == t && min(t, n - 1l) == t; }
+
+// Label of extended position s (blanks between and around the labels), -1 if out of range.
+int ctc_label(int s, int offset) {
+  if ((s & 1) == 0) return int(pc.pi);
+  int64_t l = load_i64(pc.addr[2], pc.dtype[2], offset + (s >> 1));
+  return index_in_range(l, int64_t(pc.aux0)) ? int(l) : -1;
+}
+
+T ctc_lp(int t, int b, int c) {
+  return c < 0 ? NEG_INF : ld(1, (t * ctc_batch() + b) * pc.aux0 + c);
+}
+
+// log(exp(a) + exp(b) + exp(c)) as the CPU computes it (max shift, -inf safe).
+T log_sum3(T a, T b, T c) {
+  T m = max(a, max(b, c));
+  if (m == NEG_INF) m = T(0);
+  return tvk_log(tvk_exp(a - m) + tvk_exp(b - m) + tvk_exp(c - m)) + m;
+}
+
+#if OP == 16 || OP == 17
+void ctc_recursion(int b) {
+  int Tm = pc.aux1, S = pc.mode >> 1;
+  int input_length = ctc_meta(0, b), target_length = ctc_meta(1, b), offset = ctc_meta(2, b);
+  int Sb = 2 * target_length + 1;
+  CtcRows rows = CtcRows(pc.addr[0]);
+  int base = b * Tm * S;
+  int lid = int(gl_LocalInvocationID.x);
+#if OP == 16
+  for (int t = 0; t < Tm; ++t) {
+    for (int s = lid; s < S; s += CTC_WG) {
+      T v = NEG_INF;
+      if (t < input_length && s < Sb) {
+        int label = ctc_label(s, offset);
+        if (t == 0) {
+          if (s <= 1) v = ctc_lp(0, b, label);
+        } else {
+          int prev = base + (t - 1) * S;
+          T a1 = rows.v[prev + s];
+          T a2 = s > 0 ? rows.v[prev + s - 1] : NEG_INF;
+          T a3 = s > 1 && ctc_label(s - 2, offset) != label ? rows.v[prev + s - 2] : NEG_INF;
+          v = log_sum3(a1, a2, a3) + ctc_lp(t, b, label);
+        }
+      }
+      rows.v[base + t * S + s] = v;
+    }
+    memoryBarrierBuffer();
+    barrier();
+  }
+  if (lid == 0) {
+    T nll;
+    if (input_length == 0) {
+      nll = target_length == 0 ? T(0) : -NEG_INF;
+    } else {
+      int last = base + (input_length - 1) * S;
+      T l1 = rows.v[last + 2 * target_length];
+      T l2 = target_length > 0 ? rows.v[last + 2 * target_length - 1] : NEG_INF;
+      nll = -log_sum3(l1, l2, NEG_INF);
+    }
+    STORE_T(pc.addr[4], pc.dtype[4], b, nll);
+  }
+  barrier();
+#else
+  for (int t = Tm - 1; t >= 0; --t) {
+    for (int s = lid; s < S; s += CTC_WG) {
+      T v = NEG_INF;
+      if (t < input_length && s < Sb) {
+        int label = ctc_label(s, offset);
+        if (t == input_length - 1) {
+          if (s >= Sb - 2) v = ctc_lp(t, b, label);
+        } else {
+          int next = base + (t + 1) * S;
+          T b1 = rows.v[next + s];
+          T b2 = s < Sb - 1 ? rows.v[next + s + 1] : NEG_INF;
+          T b3 = s < Sb - 2 && ctc_label(s + 2, offset) != label ? rows.v[next + s + 2] : NEG_INF;
+          v = log_sum3(b1, b2, b3) + ctc_lp(t, b, label);
+        }
+      }
+      rows.v[base + t * S + s] = v;
+    }
+    memoryBarrierBuffer();
+    barrier();
+  }
+#endif
+}
+#endif
+
+#if OP == 18
+void ctc_grad_element(uint e) {
+  int C = pc.aux0, Tm = pc.aux1, N = ctc_batch(), S = pc.mode >> 1;
+  int c = int(e % uint(C));
+  int tb = int(e / uint(C));
+  int b = tb % N, t = tb / N;
+  int input_length = ctc_meta(0, b), target_length = ctc_meta(1, b), offset = ctc_meta(2, b);
+  T nll = ld(5, b), gr = ld(5, N + b);
+  T r = T(0);
+  bool zeroed = (pc.mode & 1) != 0 && nll == -NEG_INF;
+  if (t < input_length && !zeroed) {
+    int row = (b * Tm + t) * S, beta = N * Tm * S;
+    T lcab = NEG_INF;
+    for (int s = 0; s < 2 * target_length + 1; ++s) {
+      if (ctc_label(s, offset) != c) continue;
+      T v = ld(4, row + s) + ld(4, beta + row + s);
+      if (lcab == NEG_INF) {
+        lcab = v;
+      } else {
+        T m = max(lcab, v);
+        lcab = tvk_log(tvk_exp(lcab - m) + tvk_exp(v - m)) + m;
+      }
+    }
+    T lp = ctc_lp(t, b, c);
+    r = (tvk_exp(lp) - tvk_exp(lcab + nll - lp)) * gr;
+  }
+  STORE_T(pc.addr[0], pc.dtype[0], int(e), r);
+}
+#endif
+#endif  // OP >= 16
 
 void main() {
-#if OP == 12 || OP == 13 || OP == 14
-  // One workgroup per row.
+#if OP == 12 || OP == 13 || OP == 14 || OP == 16 || OP == 17
+  // One workgroup per row (sample).
   for (uint n = gl_WorkGroupID.x; n < uint(pc.numel); n += gl_NumWorkGroups.x) {
 #if OP == 14
     multilabel_margin_row(n);
+#elif OP >= 16
+    ctc_recursion(int(n));
 #else
     multi_margin_row(n);
 #endif
@@ -347,8 +497,10 @@ void main() {
     element(e);
 #elif OP < 12
     nll_sample(e);
-#else
+#elif OP == 15
     multilabel_margin_backward_element(e);
+#else
+    ctc_grad_element(e);
 #endif
   }
 #endif

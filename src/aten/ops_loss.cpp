@@ -1,7 +1,7 @@
 // Native loss ops: nll_loss_forward / backward, nll_loss2d_forward / backward, mse_loss,
 // smooth_l1_loss, huber_loss, binary_cross_entropy (+ their backward ops) and
-// binary_cross_entropy_with_logits, multi_margin_loss and multilabel_margin_loss_forward (+ their
-// backward ops). cross_entropy (log_softmax + nll_loss, soft targets,
+// binary_cross_entropy_with_logits, multi_margin_loss, multilabel_margin_loss_forward and
+// _ctc_loss (+ their backward ops). cross_entropy (log_softmax + nll_loss, soft targets,
 // label smoothing), l1_loss and kl_div are PyTorch composites over native ops.
 //
 // The element-wise terms run in one kernel over an at::TensorIterator (broadcasting, dtype
@@ -657,6 +657,132 @@ at::Tensor multilabel_margin_loss_backward(const at::Tensor& grad_output, const 
   return multilabel_margin_loss_backward_out(grad_output, self, target, reduction, is_target, grad_input);
 }
 
+// ---------------------------------------------------------------- CTC loss
+// _ctc_loss with host lengths (ctc_loss and F.ctc_loss are composites that bring the lengths to
+// the host, as on the CPU): the CPU's checks (ctc_loss_allocate_outputs) and messages, then the
+// log-space recursions on the device. float32 / float64, Int32 / Int64 targets, padded 2-D or
+// concatenated 1-D targets.
+
+struct CtcSetup {
+  kernels::CtcLoss problem;
+  at::Tensor log_probs_c, targets_c, meta;
+  int64_t max_target_length = 0;
+};
+
+CtcSetup ctc_setup(const at::Tensor& log_probs, const at::Tensor& targets, at::IntArrayRef input_lengths,
+                   at::IntArrayRef target_lengths, int64_t blank, bool zero_infinity) {
+  const char* c = "ctc_loss_allocate_outputs";
+  TORCH_CHECK(targets.scalar_type() == at::kLong || targets.scalar_type() == at::kInt,
+              "Expected tensor for argument #2 'targets' to have scalar type Int; but got ", targets.toString(),
+              " instead (while checking arguments for ", c, ")");
+  TORCH_CHECK(log_probs.dim() == 3, "Expected 3-dimensional tensor, but got ", log_probs.dim(),
+              "-dimensional tensor for argument #1 'log_probs' (while checking arguments for ", c, ")");
+  TORCH_CHECK(targets.dim() >= 1 && targets.dim() <= 2, "Expected 1 to 2 dimensions, but got ", targets.dim(),
+              "-dimensional tensor for argument #2 'targets' (while checking arguments for ", c, ")");
+  const int64_t batch = log_probs.size(1), classes = log_probs.size(2), time = log_probs.size(0);
+  TORCH_CHECK(0 <= blank && blank < classes, "blank must be in label range");
+  TORCH_CHECK(static_cast<int64_t>(input_lengths.size()) == batch, "input_lengths must be of size batch_size");
+  TORCH_CHECK(static_cast<int64_t>(target_lengths.size()) == batch, "target_lengths must be of size batch_size");
+  const at::Tensor targets_c = targets.contiguous();
+  std::vector<int64_t> meta(3 * batch);
+  int64_t max_target_length = 0, pos = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    TORCH_CHECK(target_lengths[b] >= 0, "Expected target_lengths to have value at least 0, but got value ",
+                target_lengths[b], " (while checking arguments for ", c, ")");
+    meta[batch + b] = target_lengths[b];
+    meta[2 * batch + b] = targets.dim() == 1 ? pos : b * targets_c.size(1);
+    pos += target_lengths[b];
+    max_target_length = std::max(max_target_length, target_lengths[b]);
+  }
+  if (targets.dim() == 1) {
+    TORCH_CHECK(targets.size(0) == pos, "Expected tensor to have size ", pos, " at dimension 0, but got size ",
+                targets.size(0), " for argument #2 'targets' (while checking arguments for ", c, ")");
+  } else {
+    TORCH_CHECK(targets.size(0) == batch, "Expected tensor to have size ", batch, " at dimension 0, but got size ",
+                targets.size(0), " for argument #2 'targets' (while checking arguments for ", c, ")");
+    TORCH_CHECK(targets.size(1) >= max_target_length, "Expected tensor to have size at least ", max_target_length,
+                " at dimension 1, but got size ", targets.size(1), " for argument #2 'targets' (while checking ",
+                "arguments for ", c, ")");
+  }
+  for (int64_t b = 0; b < batch; ++b) {
+    TORCH_CHECK(input_lengths[b] >= 0, "Expected input_lengths to have value at least 0, but got value ",
+                input_lengths[b], " (while checking arguments for ", c, ")");
+    TORCH_CHECK(input_lengths[b] <= time, "Expected input_lengths to have value at most ", time,
+                ", but got value ", input_lengths[b], " (while checking arguments for ", c, ")");
+    meta[b] = input_lengths[b];
+  }
+  if (log_probs.scalar_type() != at::kFloat && log_probs.scalar_type() != at::kDouble)
+    raise_not_implemented_for("ctc_loss_cpu", log_probs.scalar_type());
+  vk_dtype(log_probs.scalar_type(), "ctc_loss");
+  CtcSetup setup;
+  setup.log_probs_c = log_probs.contiguous();
+  setup.targets_c = targets_c;
+  // The lengths are host values: one host-to-device copy, no wait.
+  setup.meta = at::tensor(meta, at::TensorOptions().dtype(at::kLong)).to(log_probs.device());
+  setup.max_target_length = max_target_length;
+  kernels::CtcLoss& p = setup.problem;
+  p.kind = log_probs.scalar_type() == at::kDouble ? ComputeKind::Float64 : ComputeKind::Float32;
+  p.time = time;
+  p.batch = batch;
+  p.classes = classes;
+  p.extended = 2 * max_target_length + 1;
+  p.blank = blank;
+  p.zero_infinity = zero_infinity;
+  if (batch > 0 && time > 0) {
+    p.log_probs = operand(setup.log_probs_c, "ctc_loss");
+    p.meta = operand(setup.meta, "ctc_loss");
+    if (targets_c.numel() > 0) {
+      p.targets = operand(targets_c, "ctc_loss");
+    } else {  // no labels at all: never read, any valid address will do
+      p.targets = kernels::Operand{p.meta.address, kernels::DType::Int64};
+    }
+  }
+  return setup;
+}
+
+std::tuple<at::Tensor, at::Tensor> ctc_loss_vk(const at::Tensor& log_probs, const at::Tensor& targets,
+                                               at::IntArrayRef input_lengths, at::IntArrayRef target_lengths,
+                                               int64_t blank, bool zero_infinity) {
+  CtcSetup setup = ctc_setup(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity);
+  const kernels::CtcLoss& p = setup.problem;
+  at::Tensor log_alpha = at::empty({p.batch, p.time, p.extended}, log_probs.options());
+  at::Tensor nll = at::empty({p.batch}, log_probs.options());
+  if (p.batch > 0 && p.time == 0) nll.fill_(0);  // no frames: only empty targets are possible
+  const c10::DeviceGuard guard(log_probs.device());
+  tvk::Stream& stream = current_stream(log_probs.device().index());
+  translate_errors([&] {
+    kernels::ctc_loss_forward(stream, p, operand(log_alpha, "ctc_loss"), operand(nll, "ctc_loss"));
+  });
+  return {nll, log_alpha};
+}
+
+at::Tensor ctc_loss_backward_vk(const at::Tensor& grad, const at::Tensor& log_probs, const at::Tensor& targets,
+                                at::IntArrayRef input_lengths, at::IntArrayRef target_lengths,
+                                const at::Tensor& neg_log_likelihood, const at::Tensor& log_alpha, int64_t blank,
+                                bool zero_infinity) {
+  CtcSetup setup = ctc_setup(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity);
+  const kernels::CtcLoss& p = setup.problem;
+  at::Tensor result = at::empty({p.time, p.batch, p.classes}, log_probs.options());
+  if (p.batch == 0 || p.time == 0) return result.zero_();
+  TORCH_CHECK(log_alpha.dim() == 3 && log_alpha.size(0) == p.batch && log_alpha.size(1) == p.time &&
+                  log_alpha.size(2) == p.extended,
+              "ctc_loss_backward: log_alpha must have shape [", p.batch, ", ", p.time, ", ", p.extended, "]");
+  TORCH_CHECK(neg_log_likelihood.numel() == p.batch && grad.numel() == p.batch,
+              "ctc_loss_backward: expected one loss and one gradient per sample");
+  at::Tensor alpha_beta = at::empty({2, p.batch, p.time, p.extended}, log_probs.options());
+  alpha_beta.select(0, 0).copy_(log_alpha);
+  const at::Tensor nll_grad = at::stack({neg_log_likelihood.reshape({p.batch}).to(log_probs.scalar_type()),
+                                         grad.reshape({p.batch}).to(log_probs.scalar_type())})
+                                  .contiguous();
+  const c10::DeviceGuard guard(log_probs.device());
+  tvk::Stream& stream = current_stream(log_probs.device().index());
+  translate_errors([&] {
+    kernels::ctc_loss_backward(stream, p, operand(alpha_beta, "ctc_loss_backward"),
+                               operand(nll_grad, "ctc_loss_backward"), operand(result, "ctc_loss_backward"));
+  });
+  return result;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -693,6 +819,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("multilabel_margin_loss_forward.output", TORCH_FN(multilabel_margin_loss_forward_out));
   m.impl("multilabel_margin_loss_backward", TORCH_FN(multilabel_margin_loss_backward));
   m.impl("multilabel_margin_loss_backward.grad_input", TORCH_FN(multilabel_margin_loss_backward_out));
+  m.impl("_ctc_loss", TORCH_FN(ctc_loss_vk));
+  m.impl("_ctc_loss_backward", TORCH_FN(ctc_loss_backward_vk));
 }
 
 }  // namespace tvk::aten

@@ -310,4 +310,73 @@ void multilabel_margin_loss_backward(Stream& stream, const MarginLoss& p, double
   dispatch(stream, variant("multilabel_margin_backward", f64), p.rows * p.classes, push);
 }
 
+// ---------------------------------------------------------------- CTC loss
+
+namespace {
+LossPush ctc_push(Stream& stream, const CtcLoss& p, bool& f64) {
+  f64 = check_kind(stream, p.kind);
+  if (p.time < 0 || p.batch < 0 || p.classes <= 0 || p.extended < 1) invalid(kWhere, "ctc_loss: bad sizes");
+  if (p.blank < 0 || p.blank >= p.classes) invalid(kWhere, "ctc_loss: blank out of range");
+  if (p.time * p.batch * p.classes > kMaxIndex || 2 * p.batch * p.time * p.extended > kMaxIndex ||
+      (p.extended << 1) > kMaxIndex)
+    invalid(kWhere, "ctc_loss: more elements than the kernel's 32-bit index range");
+  check_operand(p.log_probs, "log_probs", f64);
+  check_operand(p.targets, "targets", f64);
+  check_operand(p.meta, "meta", f64);
+  if (p.targets.dtype != DType::Int64 && p.targets.dtype != DType::Int32)
+    invalid(kWhere, "ctc_loss: the targets must be Int32 or Int64");
+  if (p.meta.dtype != DType::Int64) invalid(kWhere, "ctc_loss: meta must be Int64");
+  LossPush push{};
+  push.addr[1] = p.log_probs.address;
+  push.addr[2] = p.targets.address;
+  push.addr[3] = p.meta.address;
+  push.dtype[1] = static_cast<int32_t>(p.log_probs.dtype);
+  push.dtype[2] = static_cast<int32_t>(p.targets.dtype);
+  push.dtype[3] = static_cast<int32_t>(p.meta.dtype);
+  push.aux0 = static_cast<int32_t>(p.classes);
+  push.aux1 = static_cast<int32_t>(p.time);
+  push.pi = p.blank;
+  push.mode = static_cast<int32_t>(p.extended << 1) | (p.zero_infinity ? 1 : 0);
+  return push;
+}
+}  // namespace
+
+void ctc_loss_forward(Stream& stream, const CtcLoss& p, Operand log_alpha, Operand nll) {
+  if (p.batch == 0 || p.time == 0) return;
+  bool f64 = false;
+  LossPush push = ctc_push(stream, p, f64);
+  check_operand(log_alpha, "log_alpha", f64);
+  check_operand(nll, "nll", f64);
+  push.addr[0] = log_alpha.address;
+  push.dtype[0] = static_cast<int32_t>(log_alpha.dtype);
+  push.addr[4] = nll.address;
+  push.dtype[4] = static_cast<int32_t>(nll.dtype);
+  push.numel = static_cast<int32_t>(p.batch);
+  dispatch(stream, variant("ctc_alpha", f64), p.batch, push, 1);
+}
+
+void ctc_loss_backward(Stream& stream, const CtcLoss& p, Operand alpha_beta, Operand nll_grad, Operand grad) {
+  if (p.batch == 0 || p.time == 0) return;
+  bool f64 = false;
+  LossPush push = ctc_push(stream, p, f64);
+  check_operand(alpha_beta, "alpha_beta", f64);
+  check_operand(nll_grad, "nll_grad", f64);
+  check_operand(grad, "grad", f64);
+  // log_beta: the second half of alpha_beta.
+  LossPush beta = push;
+  const uint64_t half = static_cast<uint64_t>(p.batch * p.time * p.extended) * dtype_size(alpha_beta.dtype);
+  beta.addr[0] = alpha_beta.address + half;
+  beta.dtype[0] = static_cast<int32_t>(alpha_beta.dtype);
+  beta.numel = static_cast<int32_t>(p.batch);
+  dispatch(stream, variant("ctc_beta", f64), p.batch, beta, 1);
+  push.addr[0] = grad.address;
+  push.dtype[0] = static_cast<int32_t>(grad.dtype);
+  push.addr[4] = alpha_beta.address;
+  push.dtype[4] = static_cast<int32_t>(alpha_beta.dtype);
+  push.addr[5] = nll_grad.address;
+  push.dtype[5] = static_cast<int32_t>(nll_grad.dtype);
+  push.numel = static_cast<int32_t>(p.time * p.batch * p.classes);
+  dispatch(stream, variant("ctc_grad", f64), p.time * p.batch * p.classes, push);
+}
+
 }  // namespace tvk::kernels

@@ -104,4 +104,23 @@ void multilabel_margin_loss_forward(Stream& stream, const MarginLoss& problem, O
 void multilabel_margin_loss_backward(Stream& stream, const MarginLoss& problem, double scale, bool per_row_grad,
                                      Operand grad_output, Operand is_target, Operand grad_input);
 
+// CTC loss (log-space alpha / beta recursions, one workgroup per sample). log_probs [T, N, C]
+// contiguous Float32 / Float64; targets Int32 / Int64, sample b's labels contiguous from
+// offset meta[2][b]; meta Int64 [3, N] = input lengths, target lengths, target offsets (the
+// caller validates them: lengths within T and the targets); S = 2 max_target_length + 1.
+// Labels outside [0, C) have probability 0 (they are never used as an index).
+struct CtcLoss {
+  ComputeKind kind = ComputeKind::Float32;
+  int64_t time = 0, batch = 0, classes = 0, extended = 1;  // T, N, C, S
+  int64_t blank = 0;
+  bool zero_infinity = false;
+  Operand log_probs, targets, meta;
+};
+// log_alpha [N, T, S] (-inf outside each sample's lengths) and nll [N].
+void ctc_loss_forward(Stream& stream, const CtcLoss& problem, Operand log_alpha, Operand nll);
+// grad [T, N, C] (0 for t >= input length, and for samples with nll = inf under zero_infinity).
+// alpha_beta: [2, N, T, S] scratch whose first half holds log_alpha (the second is written
+// here); nll_grad: [2, N] = nll, grad_output.
+void ctc_loss_backward(Stream& stream, const CtcLoss& problem, Operand alpha_beta, Operand nll_grad, Operand grad);
+
 }  // namespace tvk::kernels

@@ -461,3 +461,59 @@ def test_multilabel_margin_loss_out_of_range_target_raises_at_sync():
             F.multilabel_margin_loss(x.to(VK), bad.to(VK)).cpu()
     good = torch.tensor([[0, 1, -1, 2], [1, 2, -1, 0], [3, 3, 3, 3]])
     check(lambda a, b: F.multilabel_margin_loss(a, b), x, good)
+
+
+# ---------------------------------------------------------------- ctc_loss
+# log-space alpha / beta recursions on the device; float32 / float64 (the CPU's dtypes).
+
+def ctc_inputs(dtype, T=7, N=3, C=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    lp = torch.randn(T, N, C, generator=g, dtype=torch.float64).log_softmax(2).to(dtype)
+    return lp
+
+
+@pytest.mark.parametrize("dtype", MARGIN_DTYPES, ids=str)
+def test_ctc_loss(dtype):
+    lp = ctc_inputs(dtype)
+    padded = torch.tensor([[1, 2, 2, 3], [4, 0, 0, 0], [3, 1, 4, 0]])  # repeats need a blank between
+    il, tl = torch.tensor([7, 5, 6]), torch.tensor([4, 1, 3])
+    concat = torch.cat([padded[0, :4], padded[1, :1], padded[2, :3]])
+    for targets in (padded, padded.int(), concat, concat.int()):
+        for reduction in REDUCTIONS:
+            check(lambda a, b: F.ctc_loss(a, b, il, tl, reduction=reduction), lp, targets, **tol(dtype))
+            check_grad(lambda a: F.ctc_loss(a, targets.to(a.device), il, tl, reduction=reduction), [lp], [True],
+                       dtype)
+    # another blank index, lengths as lists, a non-contiguous input, unbatched input
+    check(lambda a, b: F.ctc_loss(a, b, [7, 7, 7], [2, 2, 1], blank=4), lp, torch.tensor([[0, 1], [2, 2], [3, 0]]),
+          **tol(dtype))
+    check(lambda a, b: F.ctc_loss(a.transpose(0, 1).contiguous().transpose(0, 1), b, il, tl), lp, padded,
+          **tol(dtype))
+    check(lambda a, b: F.ctc_loss(a, b, torch.tensor(7), torch.tensor(3)), lp[:, 0], padded[0, :3], **tol(dtype))
+    check_grad(lambda a: F.ctc_loss(a, padded[:, :2].to(a.device), il, torch.tensor([2, 1, 2])), [lp], [True],
+               dtype)
+
+
+def test_ctc_loss_infinite_and_zero_infinity_and_errors():
+    lp = ctc_inputs(torch.float32, T=3, N=2)
+    targets = torch.tensor([[1, 1, 2], [1, 2, 0]])  # sample 0 needs 4 frames: impossible, loss inf
+    il, tl = torch.tensor([3, 3]), torch.tensor([3, 2])
+    for zero_infinity in (False, True):
+        for reduction in REDUCTIONS:
+            check(lambda a, b: F.ctc_loss(a, b, il, tl, reduction=reduction, zero_infinity=zero_infinity), lp,
+                  targets)
+        check_grad(lambda a: F.ctc_loss(a, targets.to(a.device), il, tl, reduction="sum",
+                                        zero_infinity=zero_infinity), [lp], [True], torch.float32)
+    # zero-length targets and inputs
+    check(lambda a, b: F.ctc_loss(a, b, [3, 0], [0, 0], reduction="none"), lp, torch.zeros(2, 0, dtype=torch.long))
+    check(lambda a, b: F.ctc_loss(a, b, [3, 2], [0, 1], reduction="none"), lp, torch.tensor([[0], [3]]))
+    # the CPU's errors
+    a = torch.ops.aten._ctc_loss
+    check(lambda x, y: a(x, y, [3, 3], [3, 2], 0, False), lp, targets.float())     # target dtype
+    check(lambda x, y: a(x, y, [3, 3], [3, 2], 5, False), lp, targets)             # blank
+    check(lambda x, y: a(x, y, [3], [3, 2], 0, False), lp, targets)                # lengths size
+    check(lambda x, y: a(x, y, [4, 3], [3, 2], 0, False), lp, targets)             # input length > T
+    check(lambda x, y: a(x, y, [3, 3], [4, 2], 0, False), lp, targets)             # target length > width
+    check(lambda x, y: a(x, y, [-1, 3], [3, 2], 0, False), lp, targets)
+    check(lambda x, y: a(x, y, [3, 3], [3, 2], 0, False), lp, targets.view(-1))    # concatenated size
+    check(lambda x, y: a(x, y, [3, 3], [3, 2], 0, False), lp[0], targets)          # 2-D log_probs
+    check(lambda x, y: a(x, y, [3, 3], [3, 2], 0, False), lp.half(), targets)      # float16
