@@ -37,6 +37,7 @@ struct LossGeometryBlock {
 };
 
 constexpr const char* kWhere = "tvk::kernels::loss";
+// Also the workgroup size the row-per-workgroup ops assume (ROW_WG / CTC_WG in loss.comp).
 constexpr uint32_t kWorkgroup = 256;
 
 const char* op_name(LossOp op) {
