@@ -14,6 +14,14 @@
 //   8 bce_logits   w ((1 - y) x - (1 + (pw - 1) y) logsigmoid(x))   in2 = w (flag 1), in3 = pw (flag 2)
 //  10 nll          per sample (n, s): t = target; v = -w[t] x[n, t, s], and w[t]
 //  11 nll_bwd      grad_input[n, t, s] = w[t] * -(g / total_weight or g)
+//  12 multi_margin       per row n of x [N, C]: out[n] = sum_{i != t} w[t] max(0, m - x[t] + x[i])^p / C
+//  13 multi_margin_bwd   grad_input [N, C]
+//  14 multilabel_margin  per row n: out[n] = sum_{j < L} sum_{i not a target} max(0, 1 - x[t_j] + x[i]) / C,
+//                        and is_target [N, C] (t_j: the row's targets up to the first negative one)
+//  15 multilabel_margin_bwd  grad_input [N, C] (element-parallel)
+//  16 ctc_alpha      log_alpha [N, T, S] and nll [N]: the CTC forward recursion in log space
+//  17 ctc_beta       log_beta [N, T, S]: the backward recursion
+//  18 ctc_grad       grad [T, N, C] from log_alpha + log_beta (element-parallel)
 // P0 = beta / delta, P1 = norm (the gradient scale, 1 / numel for mean). Math in fp32 for
 // float16 / bfloat16 / float32 (KIND 0) or fp64 (KIND 3); stores round once.
 //
@@ -29,6 +37,17 @@
 // Targets outside [0, C) other than ignore_index are skipped (they contribute nothing) and
 // reported to the stream's device error record (`geometry` carries its address for the nll
 // ops): the host raises IndexError("Target t is out of bounds.") at the next sync point.
+//
+// Margin losses (OP 12-15): contiguous x [N, C] (in0), int64 target (in1: [N] for
+// multi_margin, [N, C] for multilabel), in2 = weight [C] (multi_margin, flag 1) or is_target
+// [N, C] (multilabel), in3 = grad_output (backward: [N] with flag 4, else one element).
+// numel = N (N C for the element-parallel OP 15), aux0 = C, P0 = margin, P1 = the gradient scale (1 / C, or 1 / (N C) for mean),
+// mode flags: 1 weight, 2 p == 2, 4 per-row grad_output; pi = the stream's error record.
+// Forward ops and multi_margin_bwd run one workgroup per row (a shared-memory tree sum); the
+// per-row results are reduced by the caller. Out-of-range targets are reported
+// (TVK_ERR_MULTI_MARGIN_TARGET_OUT_OF_RANGE: t outside [0, C);
+// TVK_ERR_MULTILABEL_MARGIN_TARGET_OUT_OF_RANGE: any entry outside [-1, C)) and never used
+// as an index: a multi_margin row with a bad target gives 0 (and a zero gradient row).
 #extension GL_GOOGLE_include_directive : require
 
 #ifndef KIND
@@ -150,7 +169,7 @@ void element(uint e) {
 #endif
   STORE_T(pc.addr[0], pc.dtype[0], o[0], r);
 }
-#else
+#elif OP < 12
 void nll_sample(uint i) {
   uint C = uint(pc.aux0), S = uint(pc.aux1);
   uint n = i / S, s = i - n * S;
@@ -179,14 +198,310 @@ void nll_sample(uint i) {
 }
 #endif
 
+#if OP >= 12 && OP < 16
+// ---------------------------------------------------------------- margin losses
+#define ROW_WG 256  // the launcher's workgroup size for these ops
+shared T row_partial[ROW_WG];
+
+// Sum of `v` over the workgroup (every invocation gets the result).
+T workgroup_sum(T v) {
+  uint l = gl_LocalInvocationID.x;
+  row_partial[l] = v;
+  barrier();
+  for (uint half_size = ROW_WG / 2; half_size > 0; half_size >>= 1) {
+    if (l < half_size) row_partial[l] += row_partial[l + half_size];
+    barrier();
+  }
+  T r = row_partial[0];
+  barrier();  // row_partial is reused by the next row
+  return r;
+}
+
+int64_t target_at(int i) { return load_i64(pc.addr[2], pc.dtype[2], i); }
+
+bool index_in(int64_t t, int64_t lo, int64_t hi) {
+  // min/max forms: Mesa 22.3 miscompiles some 64-bit comparisons against constants.
+  return max(t, lo) == t && min(t, hi - 1l) == t;
+}
+
+T grad_out_scale(uint n) { return ld(4, (pc.mode & 4) != 0 ? int(n) : 0); }
+
+#if OP == 12 || OP == 13
+void multi_margin_row(uint n) {
+  int C = pc.aux0;
+  int64_t t = target_at(int(n));
+  bool ok = index_in(t, 0l, int64_t(C));
+  if (!ok && gl_LocalInvocationID.x == 0)
+    tvk_report_index_error(uint64_t(pc.pi), TVK_ERR_MULTI_MARGIN_TARGET_OUT_OF_RANGE, t, int64_t(C));
+  int row = int(n) * C;
+  int ti = ok ? int(t) : 0;
+  T xt = ok ? ld(1, row + ti) : T(0);
+  T wt = ok && (pc.mode & 1) != 0 ? ld(3, ti) : T(1);
+  bool p2 = (pc.mode & 2) != 0;
+#if OP == 13
+  T g = P1 * grad_out_scale(n);
+#endif
+  T acc = T(0);
+  for (int i = int(gl_LocalInvocationID.x); i < C; i += ROW_WG) {
+    T h = T(0);
+    if (ok && i != ti) {
+      T z = P0 - xt + ld(1, row + i);
+      if (z > T(0)) {
+#if OP == 12
+        h = (p2 ? z * z : z) * wt;
+#else
+        h = (p2 ? T(2) * z : T(1)) * wt * g;
+#endif
+      }
+    }
+    acc += h;
+#if OP == 13
+    if (i != ti || !ok) STORE_T(pc.addr[0], pc.dtype[0], row + i, h);
+#endif
+  }
+  T total = workgroup_sum(acc);
+  if (gl_LocalInvocationID.x == 0) {
+#if OP == 12
+    STORE_T(pc.addr[0], pc.dtype[0], int(n), total / T(C));
+#else
+    if (ok) STORE_T(pc.addr[0], pc.dtype[0], row + ti, -total);
+#endif
+  }
+}
+#endif
+
+#if OP == 14
+void multilabel_margin_row(uint n) {
+  int C = pc.aux0;
+  int row = int(n) * C;
+  T acc = T(0);
+  for (int i = int(gl_LocalInvocationID.x); i < C; i += ROW_WG) {
+    int64_t own = target_at(row + i);  // every entry is range-checked, as on the CPU
+    if (!index_in(own, -1l, int64_t(C)))
+      tvk_report_index_error(uint64_t(pc.pi), TVK_ERR_MULTILABEL_MARGIN_TARGET_OUT_OF_RANGE, own, int64_t(C));
+    T xi = ld(1, row + i);
+    bool is_target = false;
+    T s = T(0);
+    for (int j = 0; j < C; ++j) {
+      int64_t t = target_at(row + j);
+      if (t < 0l) break;
+      if (!index_in(t, 0l, int64_t(C))) continue;  // reported by its own invocation
+      if (int(t) == i) is_target = true;
+      T z = T(1) - ld(1, row + int(t)) + xi;
+      if (z > T(0)) s += z;
+    }
+    STORE_T(pc.addr[3], pc.dtype[3], row + i, is_target ? T(1) : T(0));
+    if (!is_target) acc += s;
+  }
+  T total = workgroup_sum(acc);
+  if (gl_LocalInvocationID.x == 0) STORE_T(pc.addr[0], pc.dtype[0], int(n), total / T(C));
+}
+#endif
+
+#if OP == 15
+// grad_input[n, i] = g (#{j < L: i not a target, 1 - x[t_j] + x[i] > 0}
+//                       - #{j < L: t_j = i} #{d not a target: 1 - x[i] + x[d] > 0}),
+// "target" as given by is_target (the forward's output), as the CPU does.
+void multilabel_margin_backward_element(uint e) {
+  int C = pc.aux0;
+  uint n = e / uint(C);
+  int i = int(e - n * uint(C));
+  int row = int(n) * C;
+  int64_t own = target_at(row + i);
+  if (!index_in(own, -1l, int64_t(C)))
+    tvk_report_index_error(uint64_t(pc.pi), TVK_ERR_MULTILABEL_MARGIN_TARGET_OUT_OF_RANGE, own, int64_t(C));
+  T xi = ld(1, row + i);
+  bool non_target = ld(3, row + i) == T(0);
+  T above = T(0);  // hinge terms where i is the non-target
+  int multiplicity = 0;
+  for (int j = 0; j < C; ++j) {
+    int64_t t = target_at(row + j);
+    if (t < 0l) break;
+    if (!index_in(t, 0l, int64_t(C))) continue;
+    if (int(t) == i) ++multiplicity;
+    if (non_target && T(1) - ld(1, row + int(t)) + xi > T(0)) above += T(1);
+  }
+  T below = T(0);  // hinge terms where i is the target
+  if (multiplicity > 0) {
+    for (int d = 0; d < C; ++d)
+      if (ld(3, row + d) == T(0) && T(1) - xi + ld(1, row + d) > T(0)) below += T(1);
+  }
+  T g = P1 * grad_out_scale(n);
+  STORE_T(pc.addr[0], pc.dtype[0], row + i, g * (above - T(multiplicity) * below));
+}
+#endif
+#endif  // OP >= 12 && OP < 16
+
+#if OP >= 16
+// ---------------------------------------------------------------- CTC loss
+// Operands: log_probs [T, N, C] contiguous (in0 = addr[1]), targets (addr[2], Int32 / Int64,
+// each sample's labels contiguous from its offset), meta (addr[3], Int64 [3, N]: input length,
+// target length, target offset). numel = N (ctc_alpha / ctc_beta: one workgroup per sample) or
+// T N C (ctc_grad), aux0 = C, aux1 = T, pi = blank, mode = S << 1 | zero_infinity with
+// S = 2 max_target_length + 1.
+//   ctc_alpha: addr[0] = log_alpha [N, T, S], addr[4] = nll [N].
+//   ctc_beta:  addr[0] = log_beta [N, T, S].
+//   ctc_grad:  addr[0] = grad [T, N, C], addr[4] = [log_alpha; log_beta] [2, N, T, S],
+//              addr[5] = [nll; grad_output] [2, N].
+// Entries outside each sample's lengths are -inf (log_alpha / log_beta) or 0 (grad). Labels
+// outside [0, C) have probability 0 (never read). The recursions read the previous row written
+// by other invocations of the workgroup: the rows are accessed through a coherent reference and
+// every step ends with a buffer memory barrier and a workgroup barrier.
+#define CTC_WG 256  // the launcher's workgroup size
+#if TVK_FLOAT64
+#define NEG_INF (-TVK_F64_INF)
+layout(buffer_reference, std430, buffer_reference_align = 8) coherent buffer CtcRows { double v[]; };
+#else
+#define NEG_INF (-TVK_F32_INF)
+layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer CtcRows { float v[]; };
+#endif
+
+int ctc_batch() { return OP == 18 ? pc.numel / (pc.aux1 * pc.aux0) : pc.numel; }
+int ctc_meta(int k, int b) { return int(load_i64(pc.addr[3], pc.dtype[3], k * ctc_batch() + b)); }
+
+bool index_in_range(int64_t t, int64_t n) { return max(t, 0l) == t && min(t, n - 1l) == t; }
+
+// Label of extended position s (blanks between and around the labels), -1 if out of range.
+int ctc_label(int s, int offset) {
+  if ((s & 1) == 0) return int(pc.pi);
+  int64_t l = load_i64(pc.addr[2], pc.dtype[2], offset + (s >> 1));
+  return index_in_range(l, int64_t(pc.aux0)) ? int(l) : -1;
+}
+
+T ctc_lp(int t, int b, int c) {
+  return c < 0 ? NEG_INF : ld(1, (t * ctc_batch() + b) * pc.aux0 + c);
+}
+
+// log(exp(a) + exp(b) + exp(c)) as the CPU computes it (max shift, -inf safe).
+T log_sum3(T a, T b, T c) {
+  T m = max(a, max(b, c));
+  if (m == NEG_INF) m = T(0);
+  return tvk_log(tvk_exp(a - m) + tvk_exp(b - m) + tvk_exp(c - m)) + m;
+}
+
+#if OP == 16 || OP == 17
+void ctc_recursion(int b) {
+  int Tm = pc.aux1, S = pc.mode >> 1;
+  int input_length = ctc_meta(0, b), target_length = ctc_meta(1, b), offset = ctc_meta(2, b);
+  int Sb = 2 * target_length + 1;
+  CtcRows rows = CtcRows(pc.addr[0]);
+  int base = b * Tm * S;
+  int lid = int(gl_LocalInvocationID.x);
+#if OP == 16
+  for (int t = 0; t < Tm; ++t) {
+    for (int s = lid; s < S; s += CTC_WG) {
+      T v = NEG_INF;
+      if (t < input_length && s < Sb) {
+        int label = ctc_label(s, offset);
+        if (t == 0) {
+          if (s <= 1) v = ctc_lp(0, b, label);
+        } else {
+          int prev = base + (t - 1) * S;
+          T a1 = rows.v[prev + s];
+          T a2 = s > 0 ? rows.v[prev + s - 1] : NEG_INF;
+          T a3 = s > 1 && ctc_label(s - 2, offset) != label ? rows.v[prev + s - 2] : NEG_INF;
+          v = log_sum3(a1, a2, a3) + ctc_lp(t, b, label);
+        }
+      }
+      rows.v[base + t * S + s] = v;
+    }
+    memoryBarrierBuffer();
+    barrier();
+  }
+  if (lid == 0) {
+    T nll;
+    if (input_length == 0) {
+      nll = target_length == 0 ? T(0) : -NEG_INF;
+    } else {
+      int last = base + (input_length - 1) * S;
+      T l1 = rows.v[last + 2 * target_length];
+      T l2 = target_length > 0 ? rows.v[last + 2 * target_length - 1] : NEG_INF;
+      nll = -log_sum3(l1, l2, NEG_INF);
+    }
+    STORE_T(pc.addr[4], pc.dtype[4], b, nll);
+  }
+  barrier();
+#else
+  for (int t = Tm - 1; t >= 0; --t) {
+    for (int s = lid; s < S; s += CTC_WG) {
+      T v = NEG_INF;
+      if (t < input_length && s < Sb) {
+        int label = ctc_label(s, offset);
+        if (t == input_length - 1) {
+          if (s >= Sb - 2) v = ctc_lp(t, b, label);
+        } else {
+          int next = base + (t + 1) * S;
+          T b1 = rows.v[next + s];
+          T b2 = s < Sb - 1 ? rows.v[next + s + 1] : NEG_INF;
+          T b3 = s < Sb - 2 && ctc_label(s + 2, offset) != label ? rows.v[next + s + 2] : NEG_INF;
+          v = log_sum3(b1, b2, b3) + ctc_lp(t, b, label);
+        }
+      }
+      rows.v[base + t * S + s] = v;
+    }
+    memoryBarrierBuffer();
+    barrier();
+  }
+#endif
+}
+#endif
+
+#if OP == 18
+void ctc_grad_element(uint e) {
+  int C = pc.aux0, Tm = pc.aux1, N = ctc_batch(), S = pc.mode >> 1;
+  int c = int(e % uint(C));
+  int tb = int(e / uint(C));
+  int b = tb % N, t = tb / N;
+  int input_length = ctc_meta(0, b), target_length = ctc_meta(1, b), offset = ctc_meta(2, b);
+  T nll = ld(5, b), gr = ld(5, N + b);
+  T r = T(0);
+  bool zeroed = (pc.mode & 1) != 0 && nll == -NEG_INF;
+  if (t < input_length && !zeroed) {
+    int row = (b * Tm + t) * S, beta = N * Tm * S;
+    T lcab = NEG_INF;
+    for (int s = 0; s < 2 * target_length + 1; ++s) {
+      if (ctc_label(s, offset) != c) continue;
+      T v = ld(4, row + s) + ld(4, beta + row + s);
+      if (lcab == NEG_INF) {
+        lcab = v;
+      } else {
+        T m = max(lcab, v);
+        lcab = tvk_log(tvk_exp(lcab - m) + tvk_exp(v - m)) + m;
+      }
+    }
+    T lp = ctc_lp(t, b, c);
+    r = (tvk_exp(lp) - tvk_exp(lcab + nll - lp)) * gr;
+  }
+  STORE_T(pc.addr[0], pc.dtype[0], int(e), r);
+}
+#endif
+#endif  // OP >= 16
+
 void main() {
+#if OP == 12 || OP == 13 || OP == 14 || OP == 16 || OP == 17
+  // One workgroup per row (sample).
+  for (uint n = gl_WorkGroupID.x; n < uint(pc.numel); n += gl_NumWorkGroups.x) {
+#if OP == 14
+    multilabel_margin_row(n);
+#elif OP >= 16
+    ctc_recursion(int(n));
+#else
+    multi_margin_row(n);
+#endif
+  }
+#else
   uint n = uint(pc.numel);
   uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint e = gl_GlobalInvocationID.x; e < n; e += step) {
 #if OP < 10
     element(e);
-#else
+#elif OP < 12
     nll_sample(e);
+#elif OP == 15
+    multilabel_margin_backward_element(e);
+#else
+    ctc_grad_element(e);
 #endif
   }
+#endif
 }

@@ -7,9 +7,15 @@
 //
 // Not registered because PyTorch composes them: relu6 (hardtanh), selu and celu (elu),
 // log_sigmoid (log_sigmoid_forward), silu's and gelu's math fallbacks.
+//
+// rrelu_with_noise is a composite of native ops: eval mode is leaky_relu with slope
+// (lower + upper) / 2 (as the CPU); training draws the noise with the device generator
+// (uniform_), keeps it where self <= 0 and sets 1 elsewhere, and multiplies. Its backward
+// (rrelu_with_noise_backward) is PyTorch's composite of the same ops.
 #include <ATen/ATen.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/native/Gelu.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/result_type.h>
 #include <torch/library.h>
 
@@ -370,6 +376,38 @@ at::Tensor& threshold_backward_out(const at::Tensor& grad, const at::Tensor& sel
   return threshold_impl(self, grad, threshold, 0, grad_input);
 }
 
+// ---- rrelu_with_noise ----
+// Writes the activation into `output` (any layout; may alias self) and the slopes into `noise`.
+at::Tensor& rrelu_with_noise_out(const at::Tensor& self, at::Tensor& noise, const Scalar& lower, const Scalar& upper,
+                                 bool training, std::optional<at::Generator> generator, at::Tensor& output) {
+  TORCH_CHECK(self.sym_sizes() == noise.sym_sizes(), "noise tensor shape must match self tensor shape. Got self.shape = ",
+              self.sym_sizes(), " noise.shape = ", noise.sym_sizes());
+  if (!training) {
+    // The CPU's slope: (lower + upper) / 2 computed in double.
+    const double slope = (lower.toDouble() + upper.toDouble()) / 2.0;
+    return at::leaky_relu_out(output, self, slope);
+  }
+  const at::ScalarType dtype = self.scalar_type();
+  if (dtype != at::kFloat && dtype != at::kDouble && dtype != at::kBFloat16)
+    raise_not_implemented_for("rrelu_with_noise_out_cpu", dtype);
+  noise.uniform_(lower.toDouble(), upper.toDouble(), generator);
+  // Slopes apply where self <= 0 (NaN: slope 1, the NaN passes through).
+  noise.masked_fill_(at::gt(self, 0).logical_or_(at::isnan(self)), 1);
+  at::native::resize_output(output, self.sizes());
+  return at::mul_out(output, self, noise);
+}
+
+at::Tensor rrelu_with_noise(const at::Tensor& self, at::Tensor& noise, const Scalar& lower, const Scalar& upper,
+                            bool training, std::optional<at::Generator> generator) {
+  at::Tensor output = at::empty_like(self, at::MemoryFormat::Contiguous);
+  return rrelu_with_noise_out(self, noise, lower, upper, training, std::move(generator), output);
+}
+
+at::Tensor& rrelu_with_noise_(at::Tensor& self, at::Tensor& noise, const Scalar& lower, const Scalar& upper,
+                              bool training, std::optional<at::Generator> generator) {
+  return rrelu_with_noise_out(self, noise, lower, upper, training, std::move(generator), self);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -436,6 +474,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("threshold.out", TORCH_FN(threshold_out));
   m.impl("threshold_backward", TORCH_FN(threshold_backward));
   m.impl("threshold_backward.grad_input", TORCH_FN(threshold_backward_out));
+  m.impl("rrelu_with_noise", TORCH_FN(rrelu_with_noise));
+  m.impl("rrelu_with_noise_", TORCH_FN(rrelu_with_noise_));
+  m.impl("rrelu_with_noise.out", TORCH_FN(rrelu_with_noise_out));
 }
 
 }  // namespace tvk::aten

@@ -1,6 +1,7 @@
 // Native loss ops: nll_loss_forward / backward, nll_loss2d_forward / backward, mse_loss,
 // smooth_l1_loss, huber_loss, binary_cross_entropy (+ their backward ops) and
-// binary_cross_entropy_with_logits. cross_entropy (log_softmax + nll_loss, soft targets,
+// binary_cross_entropy_with_logits, multi_margin_loss, multilabel_margin_loss_forward and
+// _ctc_loss (+ their backward ops). cross_entropy (log_softmax + nll_loss, soft targets,
 // label smoothing), l1_loss and kl_div are PyTorch composites over native ops.
 //
 // The element-wise terms run in one kernel over an at::TensorIterator (broadcasting, dtype
@@ -434,6 +435,354 @@ at::Tensor nll_loss2d_backward(const at::Tensor& grad_output, const at::Tensor& 
                                  grad_input);
 }
 
+// ---------------------------------------------------------------- margin losses
+// The CPU's shape checks and messages (LossMultiMargin.cpp / LossMultiLabelMargin.cpp);
+// float32 / float64 only, like the CPU. Target ranges are checked on the device (reported at
+// the next sync as the CPU's RuntimeError), the per-row losses reduced with at::sum / mean.
+
+// Rows and classes of a margin-loss input: 0-dim is one row of one class, 1-D one row.
+void margin_input_shape(const at::Tensor& input, int64_t& nframe, int64_t& dim) {
+  const int64_t ndims = input.dim();
+  const bool valid = (ndims == 2 && input.size(1) != 0) || (ndims == 1 && input.size(0) != 0) || ndims == 0;
+  TORCH_CHECK(valid, "Expected non-empty vector or matrix with optional 0-dim batch size, but got: ", input.sizes());
+  nframe = ndims <= 1 ? 1 : input.size(0);
+  dim = ndims == 0 ? 1 : input.size(ndims - 1);
+}
+
+void check_margin_dtypes(const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight,
+                         const char* kernel_name) {
+  if (self.scalar_type() != at::kFloat && self.scalar_type() != at::kDouble)
+    raise_not_implemented_for(kernel_name, self.scalar_type());
+  vk_dtype(self.scalar_type(), kernel_name);
+  TORCH_CHECK(target.scalar_type() == at::kLong, "expected scalar type Long but found ", target.scalar_type());
+  TORCH_CHECK(!weight.defined() || weight.scalar_type() == self.scalar_type(), "expected scalar type ",
+              self.scalar_type(), " but found ", weight.scalar_type());
+}
+
+int multi_margin_p(const at::Scalar& p) {
+  const int64_t value = p.toLong();
+  TORCH_CHECK(value == 1 || value == 2, "only p == 1 and p == 2 supported");
+  return static_cast<int>(value);
+}
+
+kernels::MarginLoss margin_problem(const at::Tensor& self_c, const at::Tensor& target_c, const at::Tensor& weight_c,
+                                   int64_t nframe, int64_t dim, const char* name) {
+  kernels::MarginLoss p;
+  p.kind = self_c.scalar_type() == at::kDouble ? ComputeKind::Float64 : ComputeKind::Float32;
+  p.rows = nframe;
+  p.classes = dim;
+  p.self = operand(self_c, name);
+  p.target = operand(target_c, name);
+  if (weight_c.defined()) p.weight = operand(weight_c, name);
+  return p;
+}
+
+// grad_output is per row when the reduction is none and it is not 0-dim (the CPU's rule).
+bool per_row_grad(const at::Tensor& grad_output, int64_t reduction, int64_t nframe) {
+  if (reduction != at::Reduction::None || grad_output.dim() == 0) {
+    TORCH_CHECK(grad_output.numel() == 1, "expected grad_output to be a single element tensor, got: ",
+                grad_output.sizes());
+    return false;
+  }
+  TORCH_CHECK(grad_output.dim() == 1 && grad_output.size(0) == nframe, "Expected tensor to have size ", nframe,
+              " at dimension 0, but got size ", grad_output.size(0), " for argument #1 'grad_output'");
+  return true;
+}
+
+// Writes `r` into `out` (resized), as the CPU's out= variants.
+void assign_output(at::Tensor& out, const at::Tensor& r) {
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+}
+
+at::Tensor multi_margin_loss_vk(const at::Tensor& self, const at::Tensor& target, const at::Scalar& p_scalar,
+                                const at::Scalar& margin, const std::optional<at::Tensor>& weight_opt,
+                                int64_t reduction) {
+  const char* name = "multi_margin_loss_cpu_kernel";
+  const at::Tensor weight = optional_tensor(weight_opt);
+  const int p = multi_margin_p(p_scalar);
+  int64_t nframe = 0, dim = 0;
+  margin_input_shape(self, nframe, dim);
+  TORCH_CHECK(target.dim() <= 1 && target.numel() == nframe, "inconsistent target size, expected ", nframe,
+              " but got ", target.sizes());
+  if (weight.defined()) {
+    TORCH_CHECK(weight.dim() <= 1 && weight.numel() == dim, "inconsistent weight size, expected ", dim,
+                " but got ", weight.sizes());
+  }
+  check_margin_dtypes(self, target, weight, name);
+  const at::Tensor self_c = self.contiguous();
+  const at::Tensor target_c = target.contiguous();
+  const at::Tensor weight_c = weight.defined() ? weight.contiguous() : weight;
+  kernels::MarginLoss problem = margin_problem(self_c, target_c, weight_c, nframe, dim, name);
+  problem.p = p;
+  problem.margin = margin.toDouble();
+  at::Tensor per_row = at::empty({nframe}, self.options());
+  const c10::DeviceGuard guard(self.device());
+  tvk::Stream& stream = current_stream(self.device().index());
+  translate_errors([&] { kernels::multi_margin_loss_forward(stream, problem, operand(per_row, name)); });
+  if (reduction == at::Reduction::None) return target.dim() > 0 ? per_row : per_row.reshape({});
+  return apply_reduction(per_row, reduction);
+}
+
+at::Tensor& multi_margin_loss_out(const at::Tensor& self, const at::Tensor& target, const at::Scalar& p,
+                                  const at::Scalar& margin, const std::optional<at::Tensor>& weight, int64_t reduction,
+                                  at::Tensor& out) {
+  assign_output(out, multi_margin_loss_vk(self, target, p, margin, weight, reduction));
+  return out;
+}
+
+at::Tensor& multi_margin_loss_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                           const at::Tensor& target, const at::Scalar& p_scalar,
+                                           const at::Scalar& margin, const std::optional<at::Tensor>& weight_opt,
+                                           int64_t reduction, at::Tensor& grad_input) {
+  const char* name = "multi_margin_loss_backward_cpu_kernel";
+  const at::Tensor weight = optional_tensor(weight_opt);
+  const int p = multi_margin_p(p_scalar);
+  int64_t nframe = 0, dim = 0;
+  margin_input_shape(self, nframe, dim);
+  TORCH_CHECK(target.dim() <= 1 && target.numel() == nframe, "inconsistent target size, got: ", target.sizes());
+  if (weight.defined()) {
+    TORCH_CHECK(weight.dim() <= 1 && weight.numel() == dim, "inconsistent weight size, expected ", dim,
+                " but got ", weight.sizes());
+  }
+  check_margin_dtypes(self, target, weight, name);
+  at::native::resize_output(grad_input, self.sizes());
+  TORCH_CHECK(grad_input.is_contiguous(), "grad_input must be contiguous");
+  if (self.numel() == 0) return grad_input;
+  const bool per_row = per_row_grad(grad_output, reduction, nframe);
+  const at::Tensor self_c = self.contiguous();
+  const at::Tensor target_c = target.contiguous();
+  const at::Tensor weight_c = weight.defined() ? weight.contiguous() : weight;
+  const at::Tensor grad_c = grad_output.to(self.scalar_type()).contiguous();
+  kernels::MarginLoss problem = margin_problem(self_c, target_c, weight_c, nframe, dim, name);
+  problem.p = p;
+  problem.margin = margin.toDouble();
+  const double scale = reduction == at::Reduction::Mean ? 1.0 / static_cast<double>(nframe * dim)
+                                                        : 1.0 / static_cast<double>(dim);
+  const c10::DeviceGuard guard(self.device());
+  tvk::Stream& stream = current_stream(self.device().index());
+  translate_errors([&] {
+    kernels::multi_margin_loss_backward(stream, problem, scale, per_row, operand(grad_c, name),
+                                        operand(grad_input, name));
+  });
+  return grad_input;
+}
+
+at::Tensor multi_margin_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+                                      const at::Scalar& p, const at::Scalar& margin,
+                                      const std::optional<at::Tensor>& weight, int64_t reduction) {
+  at::Tensor grad_input = at::empty({0}, self.options());
+  return multi_margin_loss_backward_out(grad_output, self, target, p, margin, weight, reduction, grad_input);
+}
+
+void multilabel_shape_check(const at::Tensor& self, const at::Tensor& target, int64_t& nframe, int64_t& dim) {
+  margin_input_shape(self, nframe, dim);
+  if (self.dim() <= 1) {
+    TORCH_CHECK(target.dim() <= 1 && target.numel() == dim, "inconsistent size ", target.sizes(),
+                " for argument #2 'target'");
+  } else {
+    TORCH_CHECK(target.dim() == 2 && target.size(0) == nframe && target.size(1) == dim, "inconsistent size ",
+                target.sizes(), " for argument #2 'target'");
+  }
+}
+
+std::tuple<at::Tensor&, at::Tensor&> multilabel_margin_loss_forward_out(const at::Tensor& self,
+                                                                        const at::Tensor& target, int64_t reduction,
+                                                                        at::Tensor& output, at::Tensor& is_target) {
+  const char* name = "multilabel_margin_loss_forward_out_frame";
+  int64_t nframe = 0, dim = 0;
+  multilabel_shape_check(self, target, nframe, dim);
+  check_margin_dtypes(self, target, at::Tensor(), name);
+  at::native::resize_output(is_target, target.sizes());
+  TORCH_CHECK(is_target.is_contiguous(), "is_target must be contiguous");
+  const at::Tensor self_c = self.contiguous();
+  const at::Tensor target_c = target.contiguous();
+  const kernels::MarginLoss problem = margin_problem(self_c, target_c, at::Tensor(), nframe, dim, name);
+  at::Tensor per_row = at::empty({nframe}, self.options());
+  const c10::DeviceGuard guard(self.device());
+  tvk::Stream& stream = current_stream(self.device().index());
+  translate_errors([&] {
+    kernels::multilabel_margin_loss_forward(stream, problem, operand(per_row, name), operand(is_target, name));
+  });
+  at::Tensor r;
+  if (reduction == at::Reduction::None)
+    r = target.dim() <= 1 ? per_row.reshape({}) : per_row;
+  else
+    r = apply_reduction(per_row, reduction);
+  assign_output(output, r);
+  return {output, is_target};
+}
+
+std::tuple<at::Tensor, at::Tensor> multilabel_margin_loss_forward(const at::Tensor& self, const at::Tensor& target,
+                                                                  int64_t reduction) {
+  at::Tensor output = at::empty({0}, self.options());
+  at::Tensor is_target = at::empty({0}, self.options());
+  multilabel_margin_loss_forward_out(self, target, reduction, output, is_target);
+  return {output, is_target};
+}
+
+at::Tensor& multilabel_margin_loss_backward_out(const at::Tensor& grad_output, const at::Tensor& self,
+                                                const at::Tensor& target, int64_t reduction,
+                                                const at::Tensor& is_target, at::Tensor& grad_input) {
+  const char* name = "multilabel_margin_loss_backward_out_frame";
+  int64_t nframe = 0, dim = 0;
+  multilabel_shape_check(self, target, nframe, dim);
+  TORCH_CHECK(target.sizes() == is_target.sizes(), "Expected tensor for argument #3 'target' to have same size as ",
+              "tensor for argument #5 'is_target'; but ", target.sizes(), " does not equal ", is_target.sizes(),
+              " (while checking arguments for multilabel_margin_loss_backward_cpu_template)");
+  check_margin_dtypes(self, target, at::Tensor(), name);
+  at::native::resize_output(grad_input, self.sizes());
+  if (grad_input.numel() == 0) return grad_input;
+  TORCH_CHECK(grad_input.is_contiguous(), "grad_input must be contiguous");
+  const bool per_row = per_row_grad(grad_output, reduction, nframe);
+  const at::Tensor self_c = self.contiguous();
+  const at::Tensor target_c = target.contiguous();
+  const at::Tensor is_target_c = is_target.to(self.scalar_type()).contiguous();
+  const at::Tensor grad_c = grad_output.to(self.scalar_type()).contiguous();
+  const kernels::MarginLoss problem = margin_problem(self_c, target_c, at::Tensor(), nframe, dim, name);
+  const double scale = reduction == at::Reduction::Mean ? 1.0 / static_cast<double>(nframe * dim)
+                                                        : 1.0 / static_cast<double>(dim);
+  const c10::DeviceGuard guard(self.device());
+  tvk::Stream& stream = current_stream(self.device().index());
+  translate_errors([&] {
+    kernels::multilabel_margin_loss_backward(stream, problem, scale, per_row, operand(grad_c, name),
+                                             operand(is_target_c, name), operand(grad_input, name));
+  });
+  return grad_input;
+}
+
+at::Tensor multilabel_margin_loss_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                           const at::Tensor& target, int64_t reduction, const at::Tensor& is_target) {
+  at::Tensor grad_input = at::empty(self.sizes(), self.options());
+  return multilabel_margin_loss_backward_out(grad_output, self, target, reduction, is_target, grad_input);
+}
+
+// ---------------------------------------------------------------- CTC loss
+// _ctc_loss with host lengths (ctc_loss and F.ctc_loss are composites that bring the lengths to
+// the host, as on the CPU): the CPU's checks (ctc_loss_allocate_outputs) and messages, then the
+// log-space recursions on the device. float32 / float64, Int32 / Int64 targets, padded 2-D or
+// concatenated 1-D targets.
+
+struct CtcSetup {
+  kernels::CtcLoss problem;
+  at::Tensor log_probs_c, targets_c, meta;
+  int64_t max_target_length = 0;
+};
+
+CtcSetup ctc_setup(const at::Tensor& log_probs, const at::Tensor& targets, at::IntArrayRef input_lengths,
+                   at::IntArrayRef target_lengths, int64_t blank, bool zero_infinity) {
+  const char* c = "ctc_loss_allocate_outputs";
+  TORCH_CHECK(targets.scalar_type() == at::kLong || targets.scalar_type() == at::kInt,
+              "Expected tensor for argument #2 'targets' to have scalar type Int; but got ", targets.toString(),
+              " instead (while checking arguments for ", c, ")");
+  TORCH_CHECK(log_probs.dim() == 3, "Expected 3-dimensional tensor, but got ", log_probs.dim(),
+              "-dimensional tensor for argument #1 'log_probs' (while checking arguments for ", c, ")");
+  TORCH_CHECK(targets.dim() >= 1 && targets.dim() <= 2, "Expected 1 to 2 dimensions, but got ", targets.dim(),
+              "-dimensional tensor for argument #2 'targets' (while checking arguments for ", c, ")");
+  const int64_t batch = log_probs.size(1), classes = log_probs.size(2), time = log_probs.size(0);
+  TORCH_CHECK(0 <= blank && blank < classes, "blank must be in label range");
+  TORCH_CHECK(static_cast<int64_t>(input_lengths.size()) == batch, "input_lengths must be of size batch_size");
+  TORCH_CHECK(static_cast<int64_t>(target_lengths.size()) == batch, "target_lengths must be of size batch_size");
+  const at::Tensor targets_c = targets.contiguous();
+  std::vector<int64_t> meta(3 * batch);
+  int64_t max_target_length = 0, pos = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    TORCH_CHECK(target_lengths[b] >= 0, "Expected target_lengths to have value at least 0, but got value ",
+                target_lengths[b], " (while checking arguments for ", c, ")");
+    meta[batch + b] = target_lengths[b];
+    meta[2 * batch + b] = targets.dim() == 1 ? pos : b * targets_c.size(1);
+    pos += target_lengths[b];
+    max_target_length = std::max(max_target_length, target_lengths[b]);
+  }
+  if (targets.dim() == 1) {
+    TORCH_CHECK(targets.size(0) == pos, "Expected tensor to have size ", pos, " at dimension 0, but got size ",
+                targets.size(0), " for argument #2 'targets' (while checking arguments for ", c, ")");
+  } else {
+    TORCH_CHECK(targets.size(0) == batch, "Expected tensor to have size ", batch, " at dimension 0, but got size ",
+                targets.size(0), " for argument #2 'targets' (while checking arguments for ", c, ")");
+    TORCH_CHECK(targets.size(1) >= max_target_length, "Expected tensor to have size at least ", max_target_length,
+                " at dimension 1, but got size ", targets.size(1), " for argument #2 'targets' (while checking ",
+                "arguments for ", c, ")");
+  }
+  for (int64_t b = 0; b < batch; ++b) {
+    TORCH_CHECK(input_lengths[b] >= 0, "Expected input_lengths to have value at least 0, but got value ",
+                input_lengths[b], " (while checking arguments for ", c, ")");
+    TORCH_CHECK(input_lengths[b] <= time, "Expected input_lengths to have value at most ", time,
+                ", but got value ", input_lengths[b], " (while checking arguments for ", c, ")");
+    meta[b] = input_lengths[b];
+  }
+  if (log_probs.scalar_type() != at::kFloat && log_probs.scalar_type() != at::kDouble)
+    raise_not_implemented_for("ctc_loss_cpu", log_probs.scalar_type());
+  vk_dtype(log_probs.scalar_type(), "ctc_loss");
+  CtcSetup setup;
+  setup.log_probs_c = log_probs.contiguous();
+  setup.targets_c = targets_c;
+  // The lengths are host values: one host-to-device copy, no wait.
+  setup.meta = at::tensor(meta, at::TensorOptions().dtype(at::kLong)).to(log_probs.device());
+  setup.max_target_length = max_target_length;
+  kernels::CtcLoss& p = setup.problem;
+  p.kind = log_probs.scalar_type() == at::kDouble ? ComputeKind::Float64 : ComputeKind::Float32;
+  p.time = time;
+  p.batch = batch;
+  p.classes = classes;
+  p.extended = 2 * max_target_length + 1;
+  p.blank = blank;
+  p.zero_infinity = zero_infinity;
+  if (batch > 0 && time > 0) {
+    p.log_probs = operand(setup.log_probs_c, "ctc_loss");
+    p.meta = operand(setup.meta, "ctc_loss");
+    if (targets_c.numel() > 0) {
+      p.targets = operand(targets_c, "ctc_loss");
+    } else {  // no labels at all: never read, any valid address will do
+      p.targets = kernels::Operand{p.meta.address, kernels::DType::Int64};
+    }
+  }
+  return setup;
+}
+
+std::tuple<at::Tensor, at::Tensor> ctc_loss_vk(const at::Tensor& log_probs, const at::Tensor& targets,
+                                               at::IntArrayRef input_lengths, at::IntArrayRef target_lengths,
+                                               int64_t blank, bool zero_infinity) {
+  CtcSetup setup = ctc_setup(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity);
+  const kernels::CtcLoss& p = setup.problem;
+  at::Tensor log_alpha = at::empty({p.batch, p.time, p.extended}, log_probs.options());
+  at::Tensor nll = at::empty({p.batch}, log_probs.options());
+  if (p.batch > 0 && p.time == 0) nll.fill_(0);  // no frames: only empty targets are possible
+  const c10::DeviceGuard guard(log_probs.device());
+  tvk::Stream& stream = current_stream(log_probs.device().index());
+  translate_errors([&] {
+    kernels::ctc_loss_forward(stream, p, operand(log_alpha, "ctc_loss"), operand(nll, "ctc_loss"));
+  });
+  return {nll, log_alpha};
+}
+
+at::Tensor ctc_loss_backward_vk(const at::Tensor& grad, const at::Tensor& log_probs, const at::Tensor& targets,
+                                at::IntArrayRef input_lengths, at::IntArrayRef target_lengths,
+                                const at::Tensor& neg_log_likelihood, const at::Tensor& log_alpha, int64_t blank,
+                                bool zero_infinity) {
+  CtcSetup setup = ctc_setup(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity);
+  const kernels::CtcLoss& p = setup.problem;
+  at::Tensor result = at::empty({p.time, p.batch, p.classes}, log_probs.options());
+  if (p.batch == 0 || p.time == 0) return result.zero_();
+  TORCH_CHECK(log_alpha.dim() == 3 && log_alpha.size(0) == p.batch && log_alpha.size(1) == p.time &&
+                  log_alpha.size(2) == p.extended,
+              "ctc_loss_backward: log_alpha must have shape [", p.batch, ", ", p.time, ", ", p.extended, "]");
+  TORCH_CHECK(neg_log_likelihood.numel() == p.batch && grad.numel() == p.batch,
+              "ctc_loss_backward: expected one loss and one gradient per sample");
+  at::Tensor alpha_beta = at::empty({2, p.batch, p.time, p.extended}, log_probs.options());
+  alpha_beta.select(0, 0).copy_(log_alpha);
+  const at::Tensor nll_grad = at::stack({neg_log_likelihood.reshape({p.batch}).to(log_probs.scalar_type()),
+                                         grad.reshape({p.batch}).to(log_probs.scalar_type())})
+                                  .contiguous();
+  const c10::DeviceGuard guard(log_probs.device());
+  tvk::Stream& stream = current_stream(log_probs.device().index());
+  translate_errors([&] {
+    kernels::ctc_loss_backward(stream, p, operand(alpha_beta, "ctc_loss_backward"),
+                               operand(nll_grad, "ctc_loss_backward"), operand(result, "ctc_loss_backward"));
+  });
+  return result;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -462,6 +811,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("binary_cross_entropy_backward", TORCH_FN(binary_cross_entropy_backward));
   m.impl("binary_cross_entropy_backward.grad_input", TORCH_FN(binary_cross_entropy_backward_out));
   m.impl("binary_cross_entropy_with_logits", TORCH_FN(binary_cross_entropy_with_logits));
+  m.impl("multi_margin_loss", TORCH_FN(multi_margin_loss_vk));
+  m.impl("multi_margin_loss.out", TORCH_FN(multi_margin_loss_out));
+  m.impl("multi_margin_loss_backward", TORCH_FN(multi_margin_loss_backward));
+  m.impl("multi_margin_loss_backward.grad_input", TORCH_FN(multi_margin_loss_backward_out));
+  m.impl("multilabel_margin_loss_forward", TORCH_FN(multilabel_margin_loss_forward));
+  m.impl("multilabel_margin_loss_forward.output", TORCH_FN(multilabel_margin_loss_forward_out));
+  m.impl("multilabel_margin_loss_backward", TORCH_FN(multilabel_margin_loss_backward));
+  m.impl("multilabel_margin_loss_backward.grad_input", TORCH_FN(multilabel_margin_loss_backward_out));
+  m.impl("_ctc_loss", TORCH_FN(ctc_loss_vk));
+  m.impl("_ctc_loss_backward", TORCH_FN(ctc_loss_backward_vk));
 }
 
 }  // namespace tvk::aten

@@ -37,6 +37,7 @@ struct LossGeometryBlock {
 };
 
 constexpr const char* kWhere = "tvk::kernels::loss";
+// Also the workgroup size the row-per-workgroup ops assume (ROW_WG / CTC_WG in loss.comp).
 constexpr uint32_t kWorkgroup = 256;
 
 const char* op_name(LossOp op) {
@@ -90,11 +91,13 @@ void set_params(LossPush& push, double p0, double p1) {
   }
 }
 
-void dispatch(Stream& stream, const std::string& name, int64_t items, const LossPush& push) {
+// `items_per_group`: kWorkgroup for element-parallel ops, 1 for the one-row-per-workgroup ops.
+void dispatch(Stream& stream, const std::string& name, int64_t items, const LossPush& push,
+              uint32_t items_per_group = kWorkgroup) {
   const ShaderBinary* shader = find_shader(name);
   if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
   VkPipeline pipeline = stream.device().pipelines().get(*shader, kWorkgroup, {});
-  stream.dispatch(pipeline, group_count(stream, items, kWorkgroup), 1, 1, &push, sizeof(push));
+  stream.dispatch(pipeline, group_count(stream, items, items_per_group), 1, 1, &push, sizeof(push));
 }
 
 }  // namespace
@@ -211,6 +214,170 @@ void nll_loss_backward(Stream& stream, const NllLoss& p, bool reduction_none, bo
     push.mode |= 4;
   }
   dispatch(stream, std::string("loss.nll_backward") + (f64 ? ".float64" : ".float32"), samples, push);
+}
+
+// ---------------------------------------------------------------- margin losses
+
+namespace {
+// Shared checks and push constants of the margin ops (shaders/loss.comp, OP 12-15): operand
+// slots 1 = x, 2 = target, 3 = weight / is_target, 4 = grad_output. Returns false when there
+// is nothing to record.
+bool margin_push(Stream& stream, const MarginLoss& p, bool multilabel, LossPush& push, bool& f64) {
+  f64 = check_kind(stream, p.kind);
+  if (p.rows < 0 || p.classes < 0) invalid(kWhere, "margin loss: negative size");
+  if (p.rows * p.classes > kMaxIndex) invalid(kWhere, "margin loss: more elements than the kernel's 32-bit index range");
+  if (!multilabel && p.p != 1 && p.p != 2) invalid(kWhere, "multi_margin_loss: p must be 1 or 2");
+  if (p.rows == 0 || p.classes == 0) return false;
+  check_operand(p.self, "self", f64);
+  check_operand(p.target, "target", f64);
+  if (p.target.dtype != DType::Int64) invalid(kWhere, "margin loss: the target must be Int64");
+  const bool weighted = !multilabel && p.weight.address != 0;
+  if (weighted) check_operand(p.weight, "weight", f64);
+  push = LossPush{};
+  push.addr[1] = p.self.address;
+  push.addr[2] = p.target.address;
+  push.addr[3] = weighted ? p.weight.address : 0;
+  push.dtype[1] = static_cast<int32_t>(p.self.dtype);
+  push.dtype[2] = static_cast<int32_t>(p.target.dtype);
+  push.dtype[3] = static_cast<int32_t>(weighted ? p.weight.dtype : p.self.dtype);
+  push.numel = static_cast<int32_t>(p.rows);
+  push.aux0 = static_cast<int32_t>(p.classes);
+  push.mode = (weighted ? 1 : 0) | (p.p == 2 ? 2 : 0);
+  push.pi = static_cast<int64_t>(stream.device_error_address());
+  return true;
+}
+
+std::string variant(const char* op, bool f64) { return std::string("loss.") + op + (f64 ? ".float64" : ".float32"); }
+}  // namespace
+
+void multi_margin_loss_forward(Stream& stream, const MarginLoss& p, Operand out) {
+  LossPush push{};
+  bool f64 = false;
+  if (!margin_push(stream, p, false, push, f64)) return;
+  check_operand(out, "output", f64);
+  push.addr[0] = out.address;
+  push.dtype[0] = static_cast<int32_t>(out.dtype);
+  set_params(push, p.margin, 1);
+  dispatch(stream, variant("multi_margin", f64), p.rows, push, 1);
+}
+
+void multi_margin_loss_backward(Stream& stream, const MarginLoss& p, double scale, bool per_row_grad,
+                                Operand grad_output, Operand grad_input) {
+  LossPush push{};
+  bool f64 = false;
+  if (!margin_push(stream, p, false, push, f64)) return;
+  check_operand(grad_output, "grad_output", f64);
+  check_operand(grad_input, "grad_input", f64);
+  push.addr[0] = grad_input.address;
+  push.dtype[0] = static_cast<int32_t>(grad_input.dtype);
+  push.addr[4] = grad_output.address;
+  push.dtype[4] = static_cast<int32_t>(grad_output.dtype);
+  if (per_row_grad) push.mode |= 4;
+  set_params(push, p.margin, scale);
+  dispatch(stream, variant("multi_margin_backward", f64), p.rows, push, 1);
+}
+
+void multilabel_margin_loss_forward(Stream& stream, const MarginLoss& p, Operand out, Operand is_target) {
+  LossPush push{};
+  bool f64 = false;
+  if (!margin_push(stream, p, true, push, f64)) return;
+  check_operand(out, "output", f64);
+  check_operand(is_target, "is_target", f64);
+  push.addr[0] = out.address;
+  push.dtype[0] = static_cast<int32_t>(out.dtype);
+  push.addr[3] = is_target.address;
+  push.dtype[3] = static_cast<int32_t>(is_target.dtype);
+  set_params(push, 1, 1);
+  dispatch(stream, variant("multilabel_margin", f64), p.rows, push, 1);
+}
+
+void multilabel_margin_loss_backward(Stream& stream, const MarginLoss& p, double scale, bool per_row_grad,
+                                     Operand grad_output, Operand is_target, Operand grad_input) {
+  LossPush push{};
+  bool f64 = false;
+  if (!margin_push(stream, p, true, push, f64)) return;
+  check_operand(grad_output, "grad_output", f64);
+  check_operand(is_target, "is_target", f64);
+  check_operand(grad_input, "grad_input", f64);
+  push.addr[0] = grad_input.address;
+  push.dtype[0] = static_cast<int32_t>(grad_input.dtype);
+  push.addr[3] = is_target.address;
+  push.dtype[3] = static_cast<int32_t>(is_target.dtype);
+  push.addr[4] = grad_output.address;
+  push.dtype[4] = static_cast<int32_t>(grad_output.dtype);
+  if (per_row_grad) push.mode |= 4;
+  set_params(push, 1, scale);
+  push.numel = static_cast<int32_t>(p.rows * p.classes);  // element-parallel: one item per gradient
+  dispatch(stream, variant("multilabel_margin_backward", f64), p.rows * p.classes, push);
+}
+
+// ---------------------------------------------------------------- CTC loss
+
+namespace {
+LossPush ctc_push(Stream& stream, const CtcLoss& p, bool& f64) {
+  f64 = check_kind(stream, p.kind);
+  if (p.time < 0 || p.batch < 0 || p.classes <= 0 || p.extended < 1) invalid(kWhere, "ctc_loss: bad sizes");
+  if (p.blank < 0 || p.blank >= p.classes) invalid(kWhere, "ctc_loss: blank out of range");
+  if (p.time * p.batch * p.classes > kMaxIndex || 2 * p.batch * p.time * p.extended > kMaxIndex ||
+      (p.extended << 1) > kMaxIndex)
+    invalid(kWhere, "ctc_loss: more elements than the kernel's 32-bit index range");
+  check_operand(p.log_probs, "log_probs", f64);
+  check_operand(p.targets, "targets", f64);
+  check_operand(p.meta, "meta", f64);
+  if (p.targets.dtype != DType::Int64 && p.targets.dtype != DType::Int32)
+    invalid(kWhere, "ctc_loss: the targets must be Int32 or Int64");
+  if (p.meta.dtype != DType::Int64) invalid(kWhere, "ctc_loss: meta must be Int64");
+  LossPush push{};
+  push.addr[1] = p.log_probs.address;
+  push.addr[2] = p.targets.address;
+  push.addr[3] = p.meta.address;
+  push.dtype[1] = static_cast<int32_t>(p.log_probs.dtype);
+  push.dtype[2] = static_cast<int32_t>(p.targets.dtype);
+  push.dtype[3] = static_cast<int32_t>(p.meta.dtype);
+  push.aux0 = static_cast<int32_t>(p.classes);
+  push.aux1 = static_cast<int32_t>(p.time);
+  push.pi = p.blank;
+  push.mode = static_cast<int32_t>(p.extended << 1) | (p.zero_infinity ? 1 : 0);
+  return push;
+}
+}  // namespace
+
+void ctc_loss_forward(Stream& stream, const CtcLoss& p, Operand log_alpha, Operand nll) {
+  if (p.batch == 0 || p.time == 0) return;
+  bool f64 = false;
+  LossPush push = ctc_push(stream, p, f64);
+  check_operand(log_alpha, "log_alpha", f64);
+  check_operand(nll, "nll", f64);
+  push.addr[0] = log_alpha.address;
+  push.dtype[0] = static_cast<int32_t>(log_alpha.dtype);
+  push.addr[4] = nll.address;
+  push.dtype[4] = static_cast<int32_t>(nll.dtype);
+  push.numel = static_cast<int32_t>(p.batch);
+  dispatch(stream, variant("ctc_alpha", f64), p.batch, push, 1);
+}
+
+void ctc_loss_backward(Stream& stream, const CtcLoss& p, Operand alpha_beta, Operand nll_grad, Operand grad) {
+  if (p.batch == 0 || p.time == 0) return;
+  bool f64 = false;
+  LossPush push = ctc_push(stream, p, f64);
+  check_operand(alpha_beta, "alpha_beta", f64);
+  check_operand(nll_grad, "nll_grad", f64);
+  check_operand(grad, "grad", f64);
+  // log_beta: the second half of alpha_beta.
+  LossPush beta = push;
+  const uint64_t half = static_cast<uint64_t>(p.batch * p.time * p.extended) * dtype_size(alpha_beta.dtype);
+  beta.addr[0] = alpha_beta.address + half;
+  beta.dtype[0] = static_cast<int32_t>(alpha_beta.dtype);
+  beta.numel = static_cast<int32_t>(p.batch);
+  dispatch(stream, variant("ctc_beta", f64), p.batch, beta, 1);
+  push.addr[0] = grad.address;
+  push.dtype[0] = static_cast<int32_t>(grad.dtype);
+  push.addr[4] = alpha_beta.address;
+  push.dtype[4] = static_cast<int32_t>(alpha_beta.dtype);
+  push.addr[5] = nll_grad.address;
+  push.dtype[5] = static_cast<int32_t>(nll_grad.dtype);
+  push.numel = static_cast<int32_t>(p.time * p.batch * p.classes);
+  dispatch(stream, variant("ctc_grad", f64), p.time * p.batch * p.classes, push);
 }
 
 }  // namespace tvk::kernels

@@ -78,4 +78,49 @@ void nll_loss_forward(Stream& stream, const NllLoss& problem, bool reduction_non
 void nll_loss_backward(Stream& stream, const NllLoss& problem, bool reduction_none, bool mean,
                        Operand grad_output, Operand total_weight, Operand grad_input);
 
+// Margin losses over a contiguous x [N, C] (N = rows, C = classes; Float32 or Float64 operands
+// of one dtype, targets Int64). Targets are checked on the device: a bad one is reported to the
+// stream's device error record (thrown at its next wait) and never used as an index.
+struct MarginLoss {
+  ComputeKind kind = ComputeKind::Float32;
+  int64_t rows = 0, classes = 0;
+  Operand self;    // x [N, C]
+  Operand target;  // multi_margin: [N]; multilabel: [N, C], each row's labels up to its first -1
+  Operand weight;  // multi_margin only; address 0: none
+  int p = 1;       // multi_margin: 1 or 2
+  double margin = 1;
+};
+// out[n] = sum_{i != t_n} w[t_n] max(0, margin - x[n, t_n] + x[n, i])^p / C (one per row).
+// Targets outside [0, C): DeviceErrorCode::MultiMarginTargetOutOfRange, the row gives 0.
+void multi_margin_loss_forward(Stream& stream, const MarginLoss& problem, Operand out);
+// grad_input [N, C] = the CPU's gradient times scale * grad_output (grad_output[n] when
+// per_row_grad, else grad_output[0]); scale = 1 / C (1 / (N C) for mean).
+void multi_margin_loss_backward(Stream& stream, const MarginLoss& problem, double scale, bool per_row_grad,
+                                Operand grad_output, Operand grad_input);
+// out[n] = sum over the row's labels j and non-label classes i of max(0, 1 - x[j] + x[i]) / C;
+// is_target [N, C] = 1 at the labels, else 0. Entries outside [-1, C):
+// DeviceErrorCode::MultilabelMarginTargetOutOfRange (ignored as labels).
+void multilabel_margin_loss_forward(Stream& stream, const MarginLoss& problem, Operand out, Operand is_target);
+void multilabel_margin_loss_backward(Stream& stream, const MarginLoss& problem, double scale, bool per_row_grad,
+                                     Operand grad_output, Operand is_target, Operand grad_input);
+
+// CTC loss (log-space alpha / beta recursions, one workgroup per sample). log_probs [T, N, C]
+// contiguous Float32 / Float64; targets Int32 / Int64, sample b's labels contiguous from
+// offset meta[2][b]; meta Int64 [3, N] = input lengths, target lengths, target offsets (the
+// caller validates them: lengths within T and the targets); S = 2 max_target_length + 1.
+// Labels outside [0, C) have probability 0 (they are never used as an index).
+struct CtcLoss {
+  ComputeKind kind = ComputeKind::Float32;
+  int64_t time = 0, batch = 0, classes = 0, extended = 1;  // T, N, C, S
+  int64_t blank = 0;
+  bool zero_infinity = false;
+  Operand log_probs, targets, meta;
+};
+// log_alpha [N, T, S] (-inf outside each sample's lengths) and nll [N].
+void ctc_loss_forward(Stream& stream, const CtcLoss& problem, Operand log_alpha, Operand nll);
+// grad [T, N, C] (0 for t >= input length, and for samples with nll = inf under zero_infinity).
+// alpha_beta: [2, N, T, S] scratch whose first half holds log_alpha (the second is written
+// here); nll_grad: [2, N] = nll, grad_output.
+void ctc_loss_backward(Stream& stream, const CtcLoss& problem, Operand alpha_beta, Operand nll_grad, Operand grad);
+
 }  // namespace tvk::kernels

@@ -2,7 +2,7 @@
 float32 / float16 / bfloat16 / float64, non-contiguous and broadcast operands, empty inputs,
 and the CPU's errors for bad input. nll_loss / nll_loss2d, cross_entropy (class indices,
 probabilities, label smoothing), mse, l1, smooth_l1, huber, binary_cross_entropy (+ with logits),
-kl_div."""
+kl_div, multi_margin_loss and multilabel_margin_loss."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -313,3 +313,207 @@ def test_binary_cross_entropy_refuses_probabilities_outside_0_1_like_cpu(bad):
             F.binary_cross_entropy(x.to(VK), target.to(VK)).cpu()
     expected = F.binary_cross_entropy(good, y)
     torch.testing.assert_close(F.binary_cross_entropy(good.to(VK), y.to(VK)).cpu(), expected)
+
+
+# ---------------------------------------------------------------- margin losses
+# The CPU implements them for float32 / float64 only (float16 / bfloat16 raise
+# NotImplementedError there, and must here too).
+
+MARGIN_DTYPES = [torch.float32, torch.float64]
+
+
+def margin_targets(n, c, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, c, (n,), generator=g)
+
+
+@pytest.mark.parametrize("dtype", MARGIN_DTYPES, ids=str)
+def test_multi_margin_loss(dtype):
+    x = make((5, 6), dtype, low=-1.5, high=1.5)
+    t = margin_targets(5, 6)
+    w = make((6,), dtype, low=0.2, high=2.0, seed=5)
+    for p in (1, 2):
+        for margin in (1.0, 0.6):
+            for weight in (None, w):
+                for reduction in REDUCTIONS:
+                    kw = dict(p=p, margin=margin, reduction=reduction)
+                    if weight is None:
+                        check(lambda a, b: F.multi_margin_loss(a, b, **kw), x, t, **tol(dtype))
+                        check_grad(lambda a: F.multi_margin_loss(a, t.to(a.device), **kw), [x], [True], dtype)
+                    else:
+                        check(lambda a, b, c: F.multi_margin_loss(a, b, weight=c, **kw), x, t, weight, **tol(dtype))
+                        check_grad(lambda a, c: F.multi_margin_loss(a, t.to(a.device), weight=c, **kw),
+                                   [x, weight], [True, False], dtype)
+    # non-contiguous input, target and weight
+    for _, layout in layouts(x):
+        check(lambda a, b, c: F.multi_margin_loss(layout(a), b[::2], p=2, weight=c[::2], reduction="none"),
+              torch.cat([x, x], 1)[:, ::2], torch.stack([t, t], 1).reshape(-1), torch.stack([w, w], 1).reshape(-1),
+              **tol(dtype))
+    check_grad(lambda a: F.multi_margin_loss(a.t(), t.to(a.device), reduction="sum"), [x.t().contiguous()],
+               [True], dtype)
+    # 1-D input (one sample: scalar loss), 0-dim input and target, a 1-element target
+    for reduction in REDUCTIONS:
+        check(lambda a, b: F.multi_margin_loss(a, b, reduction=reduction), x[0], t[:1], **tol(dtype))
+        check(lambda a, b: torch.ops.aten.multi_margin_loss(a, b, 1, 1.0, None, at_reduction(reduction)),
+              x[0], t[0], **tol(dtype))
+        check(lambda a, b: F.multi_margin_loss(a, b, reduction=reduction), x[0, 0], torch.tensor(0), **tol(dtype))
+        check_grad(lambda a: F.multi_margin_loss(a, t[:1].to(a.device), p=2, reduction=reduction), [x[1]],
+                   [True], dtype)
+    # a wide row (several strides of the 256-wide workgroup), ties with the margin
+    wide = make((3, 700), dtype, low=-1, high=1, seed=2)
+    tw = margin_targets(3, 700, seed=3)
+    check(lambda a, b: F.multi_margin_loss(a, b, reduction="none"), wide, tw, **tol(dtype))
+    check_grad(lambda a: F.multi_margin_loss(a, tw.to(a.device), p=2), [wide], [True], dtype)
+    check(lambda a, b: F.multi_margin_loss(a, b), torch.zeros(2, 3, dtype=dtype), torch.tensor([0, 2]))
+
+
+def at_reduction(name):
+    return {"none": 0, "mean": 1, "sum": 2}[name]
+
+
+def test_multi_margin_loss_errors_and_empty():
+    x = make((4, 3), torch.float32)
+    t = torch.tensor([0, 1, 2, 1])
+    for dtype in (torch.float16, torch.bfloat16):
+        check(lambda a, b: F.multi_margin_loss(a, b), x.to(dtype), t)          # NotImplementedError
+    check(lambda a, b: torch.ops.aten.multi_margin_loss(a, b, 3, 1.0, None, 1), x, t)  # p
+    check(lambda a, b: F.multi_margin_loss(a, b), x, t[:3])                    # target size
+    check(lambda a, b: F.multi_margin_loss(a, b), x, t.int())                  # target dtype
+    check(lambda a, b, c: F.multi_margin_loss(a, b, weight=c), x, t, torch.ones(4))   # weight size
+    check(lambda a, b, c: F.multi_margin_loss(a, b, weight=c), x, t, torch.ones(3, dtype=torch.float64))
+    check(lambda a, b: F.multi_margin_loss(a, b), torch.zeros(4, 0), t)        # no classes
+    check(lambda a, b: F.multi_margin_loss(a, b), torch.zeros(2, 2, 2), t[:2])  # 3-D
+    check(lambda a, b: F.multi_margin_loss(a, b, reduction="none"), torch.zeros(0, 3), t[:0])
+
+
+def test_multi_margin_loss_out_of_range_target_raises_at_sync():
+    x = make((4, 3), torch.float32)
+    bad = torch.tensor([0, 3, 1, 2])
+    with pytest.raises(RuntimeError, match="target out of range"):
+        F.multi_margin_loss(x, bad)
+    with pytest.raises(RuntimeError, match="target out of range"):
+        F.multi_margin_loss(x.to(VK), bad.to(VK)).cpu()
+    with pytest.raises(RuntimeError, match="target out of range"):
+        F.multi_margin_loss(x.to(VK), (-bad).to(VK), reduction="none").cpu()
+    xv = x.to(VK).requires_grad_(True)
+    loss = F.multi_margin_loss(xv, torch.tensor([0, 1, 1, 2]).to(VK))
+    g = torch.ops.aten.multi_margin_loss_backward(torch.tensor(1.0).to(VK), xv.detach(), bad.to(VK), 1, 1.0, None, 1)
+    with pytest.raises(RuntimeError, match="target out of range"):
+        g.cpu()
+    loss.backward()  # the stream keeps working
+    check(lambda a, b: F.multi_margin_loss(a, b), x, torch.tensor([0, 1, 1, 2]))
+
+
+def multilabel_targets():
+    # rows: labels then -1 (the rest ignored, in range), duplicates, all labels, none, -1 first
+    return torch.tensor([[3, 0, -1, 1, 4],
+                         [2, 2, 4, -1, -1],
+                         [0, 1, 2, 3, 4],
+                         [-1, 3, 3, 3, 3],
+                         [1, -1, 0, 0, 0]])
+
+
+@pytest.mark.parametrize("dtype", MARGIN_DTYPES, ids=str)
+def test_multilabel_margin_loss(dtype):
+    x = make((5, 5), dtype, low=-1.5, high=1.5)
+    t = multilabel_targets()
+    for reduction in REDUCTIONS:
+        check(lambda a, b: F.multilabel_margin_loss(a, b, reduction=reduction), x, t, **tol(dtype))
+        check(lambda a, b: torch.ops.aten.multilabel_margin_loss_forward(a, b, at_reduction(reduction)), x, t,
+              **tol(dtype))  # loss and is_target
+        check_grad(lambda a: F.multilabel_margin_loss(a, t.to(a.device), reduction=reduction), [x], [True], dtype)
+        # 1-D input: one sample, a scalar loss even with reduction none
+        check(lambda a, b: torch.ops.aten.multilabel_margin_loss_forward(a, b, at_reduction(reduction)), x[1], t[1],
+              **tol(dtype))
+        check_grad(lambda a: F.multilabel_margin_loss(a, t[0].to(a.device), reduction=reduction), [x[2]], [True],
+                   dtype)
+    for _, layout in layouts(x):
+        check(lambda a, b: F.multilabel_margin_loss(layout(a), layout(b), reduction="none"), x, t, **tol(dtype))
+    check(lambda a, b: F.multilabel_margin_loss(a, b), x[0, 0], torch.tensor(0), **tol(dtype))  # 0-dim
+    wide = make((2, 300), dtype, low=-1, high=1, seed=4)
+    tw = torch.full((2, 300), -1)
+    tw[0, :40] = torch.randperm(300, generator=torch.Generator().manual_seed(1))[:40]
+    tw[1, :3] = torch.tensor([299, 0, 299])
+    check(lambda a, b: F.multilabel_margin_loss(a, b, reduction="none"), wide, tw, **tol(dtype))
+    check_grad(lambda a: F.multilabel_margin_loss(a, tw.to(a.device)), [wide], [True], dtype)
+
+
+def test_multilabel_margin_loss_errors_and_empty():
+    x = make((3, 4), torch.float32)
+    t = torch.tensor([[0, -1, 0, 0], [1, 2, -1, 0], [3, 3, 3, 3]])
+    for dtype in (torch.float16, torch.bfloat16):
+        check(lambda a, b: F.multilabel_margin_loss(a, b), x.to(dtype), t)
+    check(lambda a, b: F.multilabel_margin_loss(a, b), x, t[:2])              # size
+    check(lambda a, b: F.multilabel_margin_loss(a, b), x, t.int())            # dtype
+    check(lambda a, b: F.multilabel_margin_loss(a, b), x[0], t[0, :3])        # 1-D size
+    check(lambda a, b: F.multilabel_margin_loss(a, b), torch.zeros(3, 0), t[:, :0])
+    check(lambda a, b: F.multilabel_margin_loss(a, b, reduction="none"), torch.zeros(0, 4), t[:0])
+
+
+def test_multilabel_margin_loss_out_of_range_target_raises_at_sync():
+    x = make((3, 4), torch.float32)
+    for bad_value, where in ((4, (1, 1)), (-2, (2, 0)), (7, (0, 3))):  # (0, 3): after the -1 terminator
+        bad = torch.tensor([[0, 1, -1, 2], [1, 2, -1, 0], [3, 3, 3, 3]])
+        bad[where] = bad_value
+        with pytest.raises(RuntimeError, match="argument #2 'target' is out of range"):
+            F.multilabel_margin_loss(x, bad)
+        with pytest.raises(RuntimeError, match="argument #2 'target' is out of range"):
+            F.multilabel_margin_loss(x.to(VK), bad.to(VK)).cpu()
+    good = torch.tensor([[0, 1, -1, 2], [1, 2, -1, 0], [3, 3, 3, 3]])
+    check(lambda a, b: F.multilabel_margin_loss(a, b), x, good)
+
+
+# ---------------------------------------------------------------- ctc_loss
+# log-space alpha / beta recursions on the device; float32 / float64 (the CPU's dtypes).
+
+def ctc_inputs(dtype, T=7, N=3, C=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    lp = torch.randn(T, N, C, generator=g, dtype=torch.float64).log_softmax(2).to(dtype)
+    return lp
+
+
+@pytest.mark.parametrize("dtype", MARGIN_DTYPES, ids=str)
+def test_ctc_loss(dtype):
+    lp = ctc_inputs(dtype)
+    padded = torch.tensor([[1, 2, 2, 3], [4, 0, 0, 0], [3, 1, 4, 0]])  # repeats need a blank between
+    il, tl = torch.tensor([7, 5, 6]), torch.tensor([4, 1, 3])
+    concat = torch.cat([padded[0, :4], padded[1, :1], padded[2, :3]])
+    for targets in (padded, padded.int(), concat, concat.int()):
+        for reduction in REDUCTIONS:
+            check(lambda a, b: F.ctc_loss(a, b, il, tl, reduction=reduction), lp, targets, **tol(dtype))
+            check_grad(lambda a: F.ctc_loss(a, targets.to(a.device), il, tl, reduction=reduction), [lp], [True],
+                       dtype)
+    # another blank index, lengths as lists, a non-contiguous input, unbatched input
+    check(lambda a, b: F.ctc_loss(a, b, [7, 7, 7], [2, 2, 1], blank=4), lp, torch.tensor([[0, 1], [2, 2], [3, 0]]),
+          **tol(dtype))
+    check(lambda a, b: F.ctc_loss(a.transpose(0, 1).contiguous().transpose(0, 1), b, il, tl), lp, padded,
+          **tol(dtype))
+    check(lambda a, b: F.ctc_loss(a, b, torch.tensor(7), torch.tensor(3)), lp[:, 0], padded[0, :3], **tol(dtype))
+    check_grad(lambda a: F.ctc_loss(a, padded[:, :2].to(a.device), il, torch.tensor([2, 1, 2])), [lp], [True],
+               dtype)
+
+
+def test_ctc_loss_infinite_and_zero_infinity_and_errors():
+    lp = ctc_inputs(torch.float32, T=3, N=2)
+    targets = torch.tensor([[1, 1, 2], [1, 2, 0]])  # sample 0 needs 4 frames: impossible, loss inf
+    il, tl = torch.tensor([3, 3]), torch.tensor([3, 2])
+    for zero_infinity in (False, True):
+        for reduction in REDUCTIONS:
+            check(lambda a, b: F.ctc_loss(a, b, il, tl, reduction=reduction, zero_infinity=zero_infinity), lp,
+                  targets)
+        check_grad(lambda a: F.ctc_loss(a, targets.to(a.device), il, tl, reduction="sum",
+                                        zero_infinity=zero_infinity), [lp], [True], torch.float32)
+    # zero-length targets and inputs
+    check(lambda a, b: F.ctc_loss(a, b, [3, 0], [0, 0], reduction="none"), lp, torch.zeros(2, 0, dtype=torch.long))
+    check(lambda a, b: F.ctc_loss(a, b, [3, 2], [0, 1], reduction="none"), lp, torch.tensor([[0], [3]]))
+    # the CPU's errors
+    a = torch.ops.aten._ctc_loss
+    check(lambda x, y: a(x, y, [3, 3], [3, 2], 0, False), lp, targets.float())     # target dtype
+    check(lambda x, y: a(x, y, [3, 3], [3, 2], 5, False), lp, targets)             # blank
+    check(lambda x, y: a(x, y, [3], [3, 2], 0, False), lp, targets)                # lengths size
+    check(lambda x, y: a(x, y, [4, 3], [3, 2], 0, False), lp, targets)             # input length > T
+    check(lambda x, y: a(x, y, [3, 3], [4, 2], 0, False), lp, targets)             # target length > width
+    check(lambda x, y: a(x, y, [-1, 3], [3, 2], 0, False), lp, targets)
+    check(lambda x, y: a(x, y, [3, 3], [3, 2], 0, False), lp, targets.view(-1))    # concatenated size
+    check(lambda x, y: a(x, y, [3, 3], [3, 2], 0, False), lp[0], targets)          # 2-D log_probs
+    check(lambda x, y: a(x, y, [3, 3], [3, 2], 0, False), lp.half(), targets)      # float16
