@@ -1,0 +1,345 @@
+// Native torch.linalg LU / Cholesky / triangular-solve family: linalg_lu_factor_ex,
+// linalg_lu_solve, lu_unpack, linalg_lu, _linalg_solve_ex, linalg_inv_ex, _linalg_det,
+// _linalg_slogdet, linalg_cholesky_ex, cholesky, cholesky_inverse, _cholesky_solve_helper,
+// linalg_solve_triangular, triangular_solve (functional and out=).
+//
+// Shapes, dtypes and error messages come from PyTorch's structured meta functions and its
+// LinearAlgebraUtils checks; the math runs in the kernels of src/kernels/linalg.h (getrf,
+// potrf, trsm, laswp) on batched column-major (F-contiguous) float32 / float64 copies, the
+// CPU's (LAPACK's) layout, so the outputs have the CPU's strides. The composite ops (solve,
+// inv, det, slogdet, lu) follow the CPU's own implementation in
+// aten/src/ATen/native/BatchLinearAlgebra.cpp op for op (so that LU and pivots, which they
+// return for the backward pass, equal the CPU's), calling the native vk ops.
+//
+// The _ex ops never read `info` back; the non-_ex Python ops check it through
+// at::_linalg_check_errors (one host read, as on CUDA).
+#include <ATen/ATen.h>
+#include <ATen/native/LinearAlgebraUtils.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_linalg_det_meta.h>
+#include <ATen/ops/_linalg_slogdet_meta.h>
+#include <ATen/ops/_linalg_solve_ex_meta.h>
+#include <ATen/ops/linalg_cholesky_ex_meta.h>
+#include <ATen/ops/linalg_inv_ex_meta.h>
+#include <ATen/ops/linalg_lu_factor_ex_meta.h>
+#include <ATen/ops/linalg_lu_meta.h>
+#include <ATen/ops/linalg_lu_solve_meta.h>
+#include <ATen/ops/lu_unpack_meta.h>
+#include <ATen/ops/triangular_solve_meta.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "aten/launch.h"
+#include "aten/ops_reduce.h"
+#include "aten/vk_common.h"
+#include "kernels/linalg.h"
+
+namespace tvk::aten {
+namespace {
+
+using at::Tensor;
+using kernels::ComputeKind;
+
+// float32 and float64 only (the CPU's LAPACK dtypes; it has no float16 / bfloat16 kernels):
+// other dtypes raise NotImplementedError like the CPU's dispatch ("lu_cpu" not implemented
+// for 'Half'), after the meta functions' own checks.
+void check_lapack_dtype(const Tensor& t, const char* name) {
+  const auto type = t.scalar_type();
+  if (type != at::kFloat && type != at::kDouble) raise_not_implemented_for(name, type);
+  vk_dtype(type, name);
+}
+
+ComputeKind kind_of(const Tensor& t) {
+  return t.scalar_type() == at::kDouble ? ComputeKind::Float64 : ComputeKind::Float32;
+}
+
+// True when `t` is laid out as the kernels expect: batched column-major, each matrix
+// rows x cols at c * rows + r, the matrices one after the other.
+bool is_column_major(const Tensor& t) { return t.dim() >= 2 && t.mT().is_contiguous(); }
+
+Tensor empty_column_major(at::IntArrayRef sizes, const at::TensorOptions& options) {
+  return at::empty_strided(sizes, at::native::batched_matrix_contiguous_strides(sizes, true),
+                           options);
+}
+
+// A batched column-major copy of `t` (always a new tensor: the kernels work in place).
+Tensor column_major_copy(const Tensor& t) {
+  Tensor out = empty_column_major(t.sizes(), t.options());
+  out.copy_(t);
+  return out;
+}
+
+int64_t batch_of(const Tensor& t) {
+  int64_t b = 1;
+  for (int64_t d = 0; d + 2 < t.dim(); ++d) b *= t.size(d);
+  return b;
+}
+
+tvk::Stream& stream_for(const Tensor& t) { return current_stream(t.device().index()); }
+
+// `out` itself when it is contiguous, else a contiguous temporary to copy back with
+// finish_contiguous.
+Tensor contiguous_target(const Tensor& out) {
+  return out.is_contiguous() ? out : at::empty(out.sizes(), out.options());
+}
+void finish_contiguous(const Tensor& out, const Tensor& tmp) {
+  if (!tmp.is_same(out)) out.copy_(tmp);
+}
+
+// ---------------------------------------------------------------- kernels on tensors
+
+// In place on a column-major `work` (batch x m x n): LU, pivots, info (contiguous int32).
+void run_getrf(const Tensor& work, const Tensor& pivots, const Tensor& info, const char* name) {
+  kernels::LuFactor p;
+  p.kind = kind_of(work);
+  p.batch = batch_of(work);
+  p.m = work.size(-2);
+  p.n = work.size(-1);
+  p.a = operand(work, name);
+  p.pivots = operand(pivots, name);
+  p.info = operand(info, name);
+  const c10::DeviceGuard guard(work.device());
+  tvk::Stream& stream = stream_for(work);
+  translate_errors([&] { kernels::lu_factor(stream, p); });
+}
+
+// In place on a column-major `work` (batch x n x n), reading its lower triangle.
+void run_potrf(const Tensor& work, const Tensor& info, const char* name) {
+  kernels::Cholesky p;
+  p.kind = kind_of(work);
+  p.batch = batch_of(work);
+  p.n = work.size(-1);
+  p.a = operand(work, name);
+  p.info = operand(info, name);
+  const c10::DeviceGuard guard(work.device());
+  tvk::Stream& stream = stream_for(work);
+  translate_errors([&] { kernels::cholesky(stream, p); });
+}
+
+// op(A) X = B in place on the column-major B (batch x n x nrhs); A column-major, with the
+// same batch as B or one matrix for all.
+void run_trsm(const Tensor& A, const Tensor& B, bool upper, bool transpose, bool unit,
+              const char* name) {
+  if (B.numel() == 0) return;
+  kernels::TriangularSolve p;
+  p.kind = kind_of(B);
+  p.batch = batch_of(B);
+  p.n = B.size(-2);
+  p.nrhs = B.size(-1);
+  p.a_batch_stride = batch_of(A) == 1 ? 0 : p.n * p.n;
+  TORCH_INTERNAL_ASSERT(batch_of(A) == 1 || batch_of(A) == p.batch);
+  p.upper = upper;
+  p.transpose = transpose;
+  p.unit_diagonal = unit;
+  p.a = operand(A, name);
+  p.b = operand(B, name);
+  const c10::DeviceGuard guard(B.device());
+  tvk::Stream& stream = stream_for(B);
+  translate_errors([&] { kernels::triangular_solve(stream, p); });
+}
+
+// B <- P^T B (reverse = false) or P B (reverse = true), in place on the column-major B;
+// pivots contiguous int32 with B's batch.
+void run_laswp(const Tensor& B, const Tensor& pivots, bool reverse, const char* name) {
+  if (B.numel() == 0 || pivots.numel() == 0) return;
+  kernels::ApplyPivots p;
+  p.kind = kind_of(B);
+  p.batch = batch_of(B);
+  p.n = B.size(-2);
+  p.nrhs = B.size(-1);
+  p.k = pivots.size(-1);
+  p.reverse = reverse;
+  p.b = operand(B, name);
+  p.pivots = operand(pivots, name);
+  const c10::DeviceGuard guard(B.device());
+  tvk::Stream& stream = stream_for(B);
+  translate_errors([&] { kernels::apply_pivots(stream, p); });
+}
+
+// Solves A X = B (adjoint: A^T X = B) in place on the column-major B, given A's LU
+// factorization (column-major, B's batch) and contiguous pivots: getrs.
+void lu_solve_in_place(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool adjoint,
+                       const char* name) {
+  if (!adjoint) {  // A = P L U:  X = U^-1 L^-1 P^T B
+    run_laswp(B, pivots, /*reverse=*/false, name);
+    run_trsm(LU, B, /*upper=*/false, /*transpose=*/false, /*unit=*/true, name);
+    run_trsm(LU, B, /*upper=*/true, /*transpose=*/false, /*unit=*/false, name);
+  } else {  // A^T = U^T L^T P^T:  X = P L^-T U^-T B
+    run_trsm(LU, B, /*upper=*/true, /*transpose=*/true, /*unit=*/false, name);
+    run_trsm(LU, B, /*upper=*/false, /*transpose=*/true, /*unit=*/true, name);
+    run_laswp(B, pivots, /*reverse=*/true, name);
+  }
+}
+
+// ---------------------------------------------------------------- LU
+
+void lu_factor_impl(const Tensor& A, bool pivot, bool check_errors, const Tensor& LU,
+                    const Tensor& pivots, const Tensor& info) {
+  check_lapack_dtype(A, "lu_vk");
+  if (A.numel() == 0) {
+    info.zero_();  // one element for a (0, 0) matrix
+    return;
+  }
+  TORCH_CHECK(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the vk device");
+  const bool direct = is_column_major(LU);
+  const Tensor work = direct ? LU : empty_column_major(LU.sizes(), LU.options());
+  if (!work.is_same(A)) work.copy_(A);
+  const Tensor piv = contiguous_target(pivots);
+  const Tensor inf = contiguous_target(info);
+  run_getrf(work, piv, inf, "linalg.lu_factor");
+  if (!direct) LU.copy_(work);
+  finish_contiguous(pivots, piv);
+  finish_contiguous(info, inf);
+  if (check_errors) at::_linalg_check_errors(info, "torch.linalg.lu_factor_ex", A.dim() == 2);
+}
+
+std::tuple<Tensor, Tensor, Tensor> linalg_lu_factor_ex(const Tensor& A, bool pivot,
+                                                       bool check_errors) {
+  Structured<at::meta::structured_linalg_lu_factor_ex, 3> s;
+  s.meta(A, pivot, check_errors);
+  lu_factor_impl(A, pivot, check_errors, s.outs[0], s.outs[1], s.outs[2]);
+  return {s.outs[0], s.outs[1], s.outs[2]};
+}
+
+std::tuple<Tensor&, Tensor&, Tensor&> linalg_lu_factor_ex_out(const Tensor& A, bool pivot,
+                                                              bool check_errors, Tensor& LU,
+                                                              Tensor& pivots, Tensor& info) {
+  Structured<at::meta::structured_linalg_lu_factor_ex, 3> s(LU, pivots, info);
+  s.meta(A, pivot, check_errors);
+  lu_factor_impl(A, pivot, check_errors, LU, pivots, info);
+  return {LU, pivots, info};
+}
+
+void lu_solve_impl(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool left,
+                   bool adjoint, const Tensor& result) {
+  if (result.numel() == 0) return;
+  check_lapack_dtype(LU, "linalg.lu_solve_vk");
+  // X A = B  <=>  A^T X^T = B^T: solve with the other adjoint on B^T.
+  if (!left) adjoint = !adjoint;
+  const Tensor rhs = left ? B : B.mT();
+  // The batch shape of the result (the meta function broadcast LU's and B's).
+  std::vector<int64_t> batch(result.sizes().begin(), result.sizes().end() - 2);
+  std::vector<int64_t> rhs_shape = batch, lu_shape = batch, piv_shape = batch;
+  rhs_shape.insert(rhs_shape.end(), {rhs.size(-2), rhs.size(-1)});
+  lu_shape.insert(lu_shape.end(), {LU.size(-2), LU.size(-1)});
+  piv_shape.push_back(pivots.size(-1));
+  const Tensor X = column_major_copy(rhs.expand(rhs_shape));
+  const Tensor LU_ = LU.sizes().equals(lu_shape) && is_column_major(LU)
+                         ? LU
+                         : column_major_copy(LU.expand(lu_shape));
+  const Tensor piv = pivots.expand(piv_shape).contiguous();
+  lu_solve_in_place(LU_, piv, X, adjoint, "linalg.lu_solve");
+  result.copy_(left ? X : X.mT());
+}
+
+Tensor linalg_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool left,
+                       bool adjoint) {
+  Structured<at::meta::structured_linalg_lu_solve> s;
+  s.meta(LU, pivots, B, left, adjoint);
+  lu_solve_impl(LU, pivots, B, left, adjoint, s.outs[0]);
+  return s.outs[0];
+}
+
+Tensor& linalg_lu_solve_out(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool left,
+                            bool adjoint, Tensor& result) {
+  Structured<at::meta::structured_linalg_lu_solve> s(result);
+  s.meta(LU, pivots, B, left, adjoint);
+  lu_solve_impl(LU, pivots, B, left, adjoint, result);
+  return result;
+}
+
+void lu_unpack_impl(const Tensor& LU, const Tensor& pivots, bool unpack_lu, bool unpack_pivots,
+                    const Tensor& P, const Tensor& L, const Tensor& U) {
+  const int64_t m = LU.size(-2), n = LU.size(-1);
+  if (unpack_lu) {  // as the CPU: the order of triu / tril matters when LU is L or U
+    if (m > n || LU.is_same(L)) {
+      at::triu_out(const_cast<Tensor&>(U), m == n ? LU : LU.narrow(-2, 0, n), 0);
+      at::tril_out(const_cast<Tensor&>(L), LU, -1);
+      L.diagonal(0, -2, -1).fill_(1.);
+    } else {
+      at::tril_out(const_cast<Tensor&>(L), m == n ? LU : LU.narrow(-1, 0, m), -1);
+      L.diagonal(0, -2, -1).fill_(1.);
+      at::triu_out(const_cast<Tensor&>(U), LU, 0);
+    }
+  }
+  if (unpack_pivots) {
+    // perm: the pivots (1-based row interchanges) applied to 0 .. m-1; P[perm[j], j] = 1.
+    std::vector<int64_t> perm_shape(P.sizes().begin(), P.sizes().end() - 1);
+    const Tensor perm = at::empty(perm_shape, pivots.options().dtype(at::kLong));
+    const Tensor piv = pivots.contiguous();
+    kernels::PivotsToPermutation p;
+    p.batch = perm.numel() == 0 ? 0 : perm.numel() / m;
+    p.m = m;
+    p.k = std::min(m, n);
+    TORCH_INTERNAL_ASSERT(piv.numel() == p.batch * p.k || p.batch == 0);
+    if (p.batch > 0) {
+      p.perm = operand(perm, "lu_unpack");
+      if (p.k > 0) p.pivots = operand(piv, "lu_unpack");
+      const c10::DeviceGuard guard(perm.device());
+      tvk::Stream& stream = stream_for(perm);
+      translate_errors([&] { kernels::pivots_to_permutation(stream, p); });
+    }
+    P.zero_();
+    P.scatter_(-2, perm.unsqueeze(-2), 1.);
+  }
+}
+
+std::tuple<Tensor, Tensor, Tensor> lu_unpack(const Tensor& LU, const Tensor& pivots,
+                                             bool unpack_lu, bool unpack_pivots) {
+  Structured<at::meta::structured_lu_unpack, 3> s;
+  s.meta(LU, pivots, unpack_lu, unpack_pivots);
+  lu_unpack_impl(LU, pivots, unpack_lu, unpack_pivots, s.outs[0], s.outs[1], s.outs[2]);
+  return {s.outs[0], s.outs[1], s.outs[2]};
+}
+
+std::tuple<Tensor&, Tensor&, Tensor&> lu_unpack_out(const Tensor& LU, const Tensor& pivots,
+                                                    bool unpack_lu, bool unpack_pivots,
+                                                    Tensor& P, Tensor& L, Tensor& U) {
+  Structured<at::meta::structured_lu_unpack, 3> s(P, L, U);
+  s.meta(LU, pivots, unpack_lu, unpack_pivots);
+  lu_unpack_impl(LU, pivots, unpack_lu, unpack_pivots, P, L, U);
+  return {P, L, U};
+}
+
+void linalg_lu_impl(const Tensor& A, bool pivot, const Tensor& P, const Tensor& L,
+                    const Tensor& U) {
+  const int64_t m = A.size(-2), n = A.size(-1);
+  const bool use_L = m > n;  // the factor of A's shape holds the packed LU
+  Tensor pivots = at::empty({0}, A.options().dtype(at::kInt));
+  Tensor info = at::empty({0}, A.options().dtype(at::kInt));
+  Tensor& packed = const_cast<Tensor&>(use_L ? L : U);
+  at::linalg_lu_factor_ex_out(packed, pivots, info, A, pivot, /*check_errors=*/false);
+  at::lu_unpack_out(const_cast<Tensor&>(P), const_cast<Tensor&>(L), const_cast<Tensor&>(U),
+                    packed, pivots, /*unpack_data=*/true, /*unpack_pivots=*/pivot);
+}
+
+std::tuple<Tensor, Tensor, Tensor> linalg_lu(const Tensor& A, bool pivot) {
+  Structured<at::meta::structured_linalg_lu, 3> s;
+  s.meta(A, pivot);
+  linalg_lu_impl(A, pivot, s.outs[0], s.outs[1], s.outs[2]);
+  return {s.outs[0], s.outs[1], s.outs[2]};
+}
+
+std::tuple<Tensor&, Tensor&, Tensor&> linalg_lu_out(const Tensor& A, bool pivot, Tensor& P,
+                                                    Tensor& L, Tensor& U) {
+  Structured<at::meta::structured_linalg_lu, 3> s(P, L, U);
+  s.meta(A, pivot);
+  linalg_lu_impl(A, pivot, P, L, U);
+  return {P, L, U};
+}
+
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("linalg_lu_factor_ex", TORCH_FN(linalg_lu_factor_ex));
+  m.impl("linalg_lu_factor_ex.out", TORCH_FN(linalg_lu_factor_ex_out));
+  m.impl("linalg_lu_solve", TORCH_FN(linalg_lu_solve));
+  m.impl("linalg_lu_solve.out", TORCH_FN(linalg_lu_solve_out));
+  m.impl("lu_unpack", TORCH_FN(lu_unpack));
+  m.impl("lu_unpack.out", TORCH_FN(lu_unpack_out));
+  m.impl("linalg_lu", TORCH_FN(linalg_lu));
+  m.impl("linalg_lu.out", TORCH_FN(linalg_lu_out));
+}
+
+}  // namespace tvk::aten
