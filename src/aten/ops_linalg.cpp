@@ -329,6 +329,122 @@ std::tuple<Tensor&, Tensor&, Tensor&> linalg_lu_out(const Tensor& A, bool pivot,
 }
 
 
+// ---------------------------------------------------------------- solve, inv, det, slogdet
+
+void solve_ex_impl(const Tensor& A, const Tensor& B, bool left, bool check_errors,
+                   const Tensor& result, const Tensor& LU, const Tensor& pivots,
+                   const Tensor& info) {
+  // As the CPU (torch 2.13): factor A itself (the LU and pivots returned for the backward
+  // pass are A's), then solve with them.
+  at::linalg_lu_factor_ex_out(const_cast<Tensor&>(LU), const_cast<Tensor&>(pivots),
+                              const_cast<Tensor&>(info), A);
+  if (check_errors) at::_linalg_check_errors(info, "torch.linalg.solve_ex", A.dim() == 2);
+  const bool vector_case = at::native::linalg_solve_is_vector_rhs(LU, B);
+  Tensor result_ = vector_case ? result.unsqueeze(-1) : result;
+  Tensor B_ = vector_case ? B.unsqueeze(-1) : B;
+  at::linalg_lu_solve_out(result_, LU, pivots, B_, left, /*adjoint=*/false);
+}
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_solve_ex(const Tensor& A, const Tensor& B,
+                                                           bool left, bool check_errors) {
+  Structured<at::meta::structured__linalg_solve_ex, 4> s;
+  s.meta(A, B, left, check_errors);
+  solve_ex_impl(A, B, left, check_errors, s.outs[0], s.outs[1], s.outs[2], s.outs[3]);
+  return {s.outs[0], s.outs[1], s.outs[2], s.outs[3]};
+}
+
+std::tuple<Tensor&, Tensor&, Tensor&, Tensor&> linalg_solve_ex_out(
+    const Tensor& A, const Tensor& B, bool left, bool check_errors, Tensor& result, Tensor& LU,
+    Tensor& pivots, Tensor& info) {
+  Structured<at::meta::structured__linalg_solve_ex, 4> s(result, LU, pivots, info);
+  s.meta(A, B, left, check_errors);
+  solve_ex_impl(A, B, left, check_errors, result, LU, pivots, info);
+  return {result, LU, pivots, info};
+}
+
+void inv_ex_impl(const Tensor& A, bool check_errors, const Tensor& result, const Tensor& info) {
+  // A X = I, as the CPU (result holds I, then the solution).
+  result.zero_();
+  result.diagonal(0, -2, -1).fill_(1.);
+  at::linalg_solve_ex_out(const_cast<Tensor&>(result), const_cast<Tensor&>(info), A, result,
+                          /*left=*/true);
+  if (check_errors) at::_linalg_check_errors(info, "linalg.inv_ex", A.dim() == 2);
+}
+
+std::tuple<Tensor, Tensor> linalg_inv_ex(const Tensor& A, bool check_errors) {
+  Structured<at::meta::structured_linalg_inv_ex, 2> s;
+  s.meta(A, check_errors);
+  inv_ex_impl(A, check_errors, s.outs[0], s.outs[1]);
+  return {s.outs[0], s.outs[1]};
+}
+
+std::tuple<Tensor&, Tensor&> linalg_inv_ex_out(const Tensor& A, bool check_errors,
+                                               Tensor& result, Tensor& info) {
+  Structured<at::meta::structured_linalg_inv_ex, 2> s(result, info);
+  s.meta(A, check_errors);
+  inv_ex_impl(A, check_errors, result, info);
+  return {result, info};
+}
+
+// det(P) of the LU pivots: +1 for an even number of interchanges, -1 for an odd one.
+Tensor lu_det_P(const Tensor& pivots) {
+  return (at::arange(1, pivots.size(-1) + 1, pivots.options()) != pivots)
+      .sum(-1, /*keepdim=*/false, /*dtype=*/at::kLong)
+      .fmod_(2)
+      .mul_(-2)
+      .add_(1);
+}
+
+void det_impl(const Tensor& A, const Tensor& result, const Tensor& LU, const Tensor& pivots) {
+  Tensor info = at::empty({0}, A.options().dtype(at::kInt));
+  // det(A^T) = det(A): factor A^T when A is contiguous (column-major already), as the CPU.
+  at::linalg_lu_factor_ex_out(const_cast<Tensor&>(LU), const_cast<Tensor&>(pivots), info,
+                              A.is_contiguous() ? A.mT() : A);
+  at::mul_out(const_cast<Tensor&>(result), lu_det_P(pivots),
+              at::prod(LU.diagonal(0, -2, -1), /*dim=*/-1));
+}
+
+std::tuple<Tensor, Tensor, Tensor> linalg_det(const Tensor& A) {
+  Structured<at::meta::structured__linalg_det, 3> s;
+  s.meta(A);
+  det_impl(A, s.outs[0], s.outs[1], s.outs[2]);
+  return {s.outs[0], s.outs[1], s.outs[2]};
+}
+
+std::tuple<Tensor&, Tensor&, Tensor&> linalg_det_out(const Tensor& A, Tensor& result, Tensor& LU,
+                                                     Tensor& pivots) {
+  Structured<at::meta::structured__linalg_det, 3> s(result, LU, pivots);
+  s.meta(A);
+  det_impl(A, result, LU, pivots);
+  return {result, LU, pivots};
+}
+
+void slogdet_impl(const Tensor& A, const Tensor& sign, const Tensor& logabsdet, const Tensor& LU,
+                  const Tensor& pivots) {
+  Tensor info = at::empty({0}, A.options().dtype(at::kInt));
+  at::linalg_lu_factor_ex_out(const_cast<Tensor&>(LU), const_cast<Tensor&>(pivots), info,
+                              A.is_contiguous() ? A.mT() : A);
+  const Tensor diag_U = LU.diagonal(0, -2, -1);
+  at::mul_out(const_cast<Tensor&>(sign), diag_U.sgn().prod(-1), lu_det_P(pivots));
+  at::sum_out(const_cast<Tensor&>(logabsdet), diag_U.abs().log_(), -1);
+}
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_slogdet(const Tensor& A) {
+  Structured<at::meta::structured__linalg_slogdet, 4> s;
+  s.meta(A);
+  slogdet_impl(A, s.outs[0], s.outs[1], s.outs[2], s.outs[3]);
+  return {s.outs[0], s.outs[1], s.outs[2], s.outs[3]};
+}
+
+std::tuple<Tensor&, Tensor&, Tensor&, Tensor&> linalg_slogdet_out(const Tensor& A, Tensor& sign,
+                                                                   Tensor& logabsdet, Tensor& LU,
+                                                                   Tensor& pivots) {
+  Structured<at::meta::structured__linalg_slogdet, 4> s(sign, logabsdet, LU, pivots);
+  s.meta(A);
+  slogdet_impl(A, sign, logabsdet, LU, pivots);
+  return {sign, logabsdet, LU, pivots};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -340,6 +456,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("lu_unpack.out", TORCH_FN(lu_unpack_out));
   m.impl("linalg_lu", TORCH_FN(linalg_lu));
   m.impl("linalg_lu.out", TORCH_FN(linalg_lu_out));
+  m.impl("_linalg_solve_ex", TORCH_FN(linalg_solve_ex));
+  m.impl("_linalg_solve_ex.result", TORCH_FN(linalg_solve_ex_out));
+  m.impl("linalg_inv_ex", TORCH_FN(linalg_inv_ex));
+  m.impl("linalg_inv_ex.inverse", TORCH_FN(linalg_inv_ex_out));
+  m.impl("_linalg_det", TORCH_FN(linalg_det));
+  m.impl("_linalg_det.result", TORCH_FN(linalg_det_out));
+  m.impl("_linalg_slogdet", TORCH_FN(linalg_slogdet));
+  m.impl("_linalg_slogdet.sign", TORCH_FN(linalg_slogdet_out));
 }
 
 }  // namespace tvk::aten

@@ -124,3 +124,94 @@ def test_lu_unpack_and_lu(dtype):
     piv = torch.tensor([3, 2, 3], dtype=torch.int32)
     for dt in (torch.float16, torch.int64, torch.float32):
         check(lambda x, p: torch.lu_unpack(x, p), lu.to(dt), piv)
+
+
+# ---------------------------------------------------------------- solve, inv, det, slogdet
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_solve(dtype):
+    for a_shape, b_shape in [((3, 3), (3, 2)), ((3, 3), (3,)), ((2, 4, 4), (2, 4)),
+                             ((2, 4, 4), (4, 3)), ((4, 4), (2, 3, 4, 2)), ((0, 3, 3), (0, 3, 1)),
+                             ((0, 0), (0, 2)), ((5, 5), (5, 0))]:
+        a = well_conditioned(a_shape, dtype)
+        b = rand(b_shape, dtype, seed=2)
+        check(lambda x, y: torch.linalg.solve(x, y), a, b, **TOL[dtype])
+        check(lambda x, y: torch.linalg.solve_ex(x, y), a, b, **TOL[dtype])
+        check(lambda x, y: torch.ops.aten._linalg_solve_ex(x, y), a, b, **TOL[dtype])
+        if b.dim() >= 2 and b.size(-2) == a.size(-1):
+            check(lambda x, y: torch.linalg.solve(x, y.mT, left=False), a, b, **TOL[dtype])
+    a, b = well_conditioned((2, 5, 5), dtype), rand((2, 5, 3), dtype)
+    for _, layout in layouts(a):
+        check(lambda x, y: torch.linalg.solve(layout(x), layout(y)), a, b, **TOL[dtype])
+    check(lambda x, y: torch.linalg.solve(x.mT, y), a, b, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_inv_det_slogdet(dtype):
+    for shape in SQUARE_SHAPES:
+        a = well_conditioned(shape, dtype)
+        check(lambda x: torch.linalg.inv(x), a, **TOL[dtype])
+        check(lambda x: torch.linalg.inv_ex(x), a, **TOL[dtype])
+        check(lambda x: torch.inverse(x), a, **TOL[dtype])
+        check(lambda x: torch.linalg.det(x), a, **TOL[dtype])
+        check(lambda x: torch.ops.aten._linalg_det(x), a, **TOL[dtype])
+        check(lambda x: torch.linalg.slogdet(x), a, **TOL[dtype])
+        check(lambda x: torch.ops.aten._linalg_slogdet(x), a, **TOL[dtype])
+        check(lambda x: torch.logdet(x.abs() + x.mT.abs() + x.size(-1) * torch.eye(
+            x.size(-1), dtype=x.dtype, device=x.device)), a, **TOL[dtype])
+    a = rand((3, 4, 4), dtype)
+    for _, layout in layouts(a):
+        check(lambda x: torch.linalg.det(layout(x)), a, **TOL[dtype])
+        check(lambda x: torch.linalg.inv(layout(x)), a, **TOL[dtype])
+    # singular: det 0, slogdet (0, -inf), inv_ex info
+    s = torch.tensor([[[1.0, 2.0], [2.0, 4.0]], [[0.0, 0.0], [0.0, 0.0]]], dtype=dtype)
+    check(lambda x: torch.linalg.det(x), s)
+    check(lambda x: torch.linalg.slogdet(x), s)
+    check(lambda x: torch.linalg.inv_ex(x)[1], s)
+
+
+def test_singular_errors():
+    # The non-_ex ops raise the CPU's LinAlgError (info read back once, as on CUDA).
+    s = torch.tensor([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])
+    for fn in (torch.linalg.inv, torch.inverse,
+               lambda x: torch.linalg.solve(x, torch.ones(3, 1, device=x.device)),
+               lambda x: torch.linalg.inv_ex(x, check_errors=True)):
+        check(fn, s)
+        check(fn, torch.stack([torch.eye(3), s]))
+    # the same message as the CPU's (which diagonal element, which batch element)
+    for x in (s, torch.stack([torch.eye(3), s])):
+        with pytest.raises(torch.linalg.LinAlgError) as cpu_error:
+            torch.linalg.inv(x)
+        with pytest.raises(torch.linalg.LinAlgError) as vk_error:
+            torch.linalg.inv(x.to("vk"))
+        assert str(vk_error.value) == str(cpu_error.value)
+
+
+def test_solve_inv_det_errors():
+    check(lambda x: torch.linalg.inv(x), torch.ones(2, 3))                        # not square
+    check(lambda x: torch.linalg.inv(x), torch.ones(3, 3, dtype=torch.int64))
+    check(lambda x: torch.linalg.inv(x), torch.ones(3, 3, dtype=torch.float16))
+    check(lambda x: torch.linalg.det(x), torch.ones(3, 3, dtype=torch.int64))
+    check(lambda x: torch.linalg.det(x), torch.ones(2, 3))
+    check(lambda x: torch.linalg.slogdet(x), torch.ones(3))
+    check(lambda x, y: torch.linalg.solve(x, y), torch.eye(3), torch.ones(4, 2))  # shapes
+    check(lambda x, y: torch.linalg.solve(x, y), torch.eye(3), torch.ones(3, 2, dtype=torch.float64))
+    check(lambda x, y: torch.linalg.solve(x, y), torch.eye(3).expand(2, 3, 3), torch.ones(3, 3, 1))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_solve_inv_det_gradients(dtype):
+    a = well_conditioned((2, 4, 4), dtype)
+    b = rand((2, 4, 3), dtype, seed=4)
+
+    def grads(x, y):
+        x = x.clone().requires_grad_()
+        y = y.clone().requires_grad_()
+        loss = (torch.linalg.solve(x, y).sum() + torch.linalg.inv(x).square().sum()
+                + torch.linalg.det(x).sum() + torch.linalg.slogdet(x).logabsdet.sum()
+                + torch.linalg.solve(x, y[..., :1].mT, left=False).sum())
+        loss.backward()
+        return x.grad, y.grad
+
+    check(grads, a, b, **TOL[dtype])
