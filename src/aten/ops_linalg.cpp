@@ -445,6 +445,197 @@ std::tuple<Tensor&, Tensor&, Tensor&, Tensor&> linalg_slogdet_out(const Tensor& 
   return {sign, logabsdet, LU, pivots};
 }
 
+// ---------------------------------------------------------------- Cholesky
+
+// The Cholesky factor of A (its lower triangle, or the upper one when `upper`) into `L`
+// (any strides), info (any strides) for each matrix.
+void cholesky_into(const Tensor& A, bool upper, const Tensor& L, const Tensor& info) {
+  // The kernel factors the lower triangle of a column-major copy: of A, or of A^T for the
+  // upper factor (whose lower triangle is A's upper one); U = (L of A^T)^T.
+  const bool direct = !upper && is_column_major(L);
+  const Tensor work = direct ? L : empty_column_major(A.sizes(), A.options());
+  if (!work.is_same(A)) work.copy_(upper ? A.mT() : A);
+  const Tensor inf = contiguous_target(info);
+  run_potrf(work, inf, "linalg.cholesky");
+  work.tril_();
+  if (!direct) L.copy_(upper ? work.mT() : work);
+  finish_contiguous(info, inf);
+}
+
+void cholesky_ex_impl(const Tensor& A, bool upper, bool check_errors, const Tensor& L,
+                      const Tensor& info) {
+  check_lapack_dtype(A, "cholesky_vk");
+  if (L.numel() == 0) {
+    info.zero_();
+    return;
+  }
+  cholesky_into(A, upper, L, info);
+  if (check_errors) at::_linalg_check_errors(info, "linalg.cholesky_ex", A.dim() == 2);
+}
+
+std::tuple<Tensor, Tensor> linalg_cholesky_ex(const Tensor& A, bool upper, bool check_errors) {
+  Structured<at::meta::structured_linalg_cholesky_ex, 2> s;
+  s.meta(A, upper, check_errors);
+  cholesky_ex_impl(A, upper, check_errors, s.outs[0], s.outs[1]);
+  return {s.outs[0], s.outs[1]};
+}
+
+std::tuple<Tensor&, Tensor&> linalg_cholesky_ex_out(const Tensor& A, bool upper,
+                                                    bool check_errors, Tensor& L, Tensor& info) {
+  Structured<at::meta::structured_linalg_cholesky_ex, 2> s(L, info);
+  s.meta(A, upper, check_errors);
+  cholesky_ex_impl(A, upper, check_errors, L, info);
+  return {L, info};
+}
+
+// Legacy torch.cholesky: the CPU's checks and result (a column-major triangular factor).
+Tensor cholesky_legacy(const Tensor& self, bool upper) {
+  if (self.numel() == 0) return at::empty_like(self, at::MemoryFormat::Contiguous);
+  at::native::squareCheckInputs(self, "cholesky");
+  check_lapack_dtype(self, "cholesky_vk");
+  const Tensor L = empty_column_major(self.sizes(), self.options());
+  std::vector<int64_t> batch(self.sizes().begin(), self.sizes().end() - 2);
+  const Tensor info = at::empty(batch, self.options().dtype(at::kInt));
+  cholesky_into(self, upper, L, info);
+  at::_linalg_check_errors(info, "cholesky", self.dim() == 2);
+  return L;
+}
+
+Tensor& cholesky_out(const Tensor& self, bool upper, Tensor& result) {
+  at::native::checkSameDevice("cholesky", result, self);
+  at::native::checkLinalgCompatibleDtype("cholesky", result, self);
+  const Tensor tmp = cholesky_legacy(self, upper);
+  at::native::resize_output(result, tmp.sizes());
+  result.copy_(tmp);
+  return result;
+}
+
+// (L L^T)^-1 (or (U^T U)^-1) from the factor: two triangular solves on the identity.
+Tensor cholesky_inverse_vk(const Tensor& input, bool upper) {
+  at::native::squareCheckInputs(input, "cholesky_inverse");
+  check_lapack_dtype(input, "cholesky_inverse_out_vk");
+  const Tensor X = empty_column_major(input.sizes(), input.options());
+  if (X.numel() == 0) return X;
+  X.zero_();
+  X.diagonal(0, -2, -1).fill_(1.);
+  const Tensor F = column_major_copy(input);
+  const char* name = "cholesky_inverse";
+  if (upper) {  // A = U^T U: X = U^-1 U^-T
+    run_trsm(F, X, /*upper=*/true, /*transpose=*/true, /*unit=*/false, name);
+    run_trsm(F, X, /*upper=*/true, /*transpose=*/false, /*unit=*/false, name);
+  } else {  // A = L L^T: X = L^-T L^-1
+    run_trsm(F, X, /*upper=*/false, /*transpose=*/false, /*unit=*/false, name);
+    run_trsm(F, X, /*upper=*/false, /*transpose=*/true, /*unit=*/false, name);
+  }
+  return X;
+}
+
+Tensor& cholesky_inverse_out(const Tensor& input, bool upper, Tensor& result) {
+  at::native::checkSameDevice("cholesky_inverse", result, input);
+  at::native::checkLinalgCompatibleDtype("cholesky_inverse", result, input);
+  const Tensor tmp = cholesky_inverse_vk(input, upper);
+  at::native::resize_output(result, tmp.sizes());
+  result.copy_(tmp);
+  return result;
+}
+
+// cholesky_solve after broadcasting (self = B, A = the factor, same batch shape).
+Tensor cholesky_solve_helper(const Tensor& self, const Tensor& A, bool upper) {
+  check_lapack_dtype(self, "cholesky_solve_vk");
+  TORCH_CHECK(self.scalar_type() == A.scalar_type(), "Expected b and A to have the same dtype, ",
+              "but found b of type ", self.scalar_type(), " and A of type ", A.scalar_type(),
+              " instead.");
+  const Tensor X = column_major_copy(self);
+  if (X.numel() == 0) return X;
+  const Tensor F = column_major_copy(A);
+  const char* name = "cholesky_solve";
+  // A = U^T U: U^T y = b, U x = y.  A = L L^T: L y = b, L^T x = y.
+  run_trsm(F, X, upper, /*transpose=*/upper, /*unit=*/false, name);
+  run_trsm(F, X, upper, /*transpose=*/!upper, /*unit=*/false, name);
+  return X;
+}
+
+Tensor& cholesky_solve_helper_out(const Tensor& self, const Tensor& A, bool upper,
+                                  Tensor& result) {
+  const Tensor tmp = cholesky_solve_helper(self, A, upper);
+  at::native::resize_output(result, tmp.sizes());
+  result.copy_(tmp);
+  return result;
+}
+
+// ---------------------------------------------------------------- triangular solves
+
+// op(A) X = B from the left, or X op(A) = B (left = false), for broadcast A, B of one dtype;
+// returns X column-major (the CPU's layout).
+Tensor solve_triangular_impl(const Tensor& A, const Tensor& B, bool upper, bool left,
+                             bool transpose, bool unit) {
+  // X A = B  <=>  A^T X^T = B^T.
+  const Tensor X = column_major_copy(left ? B : B.mT());
+  if (X.numel() == 0) return left ? X : X.mT();
+  const Tensor F = is_column_major(A) ? A : column_major_copy(A);
+  run_trsm(F, X, upper, left ? transpose : !transpose, unit, "linalg.solve_triangular");
+  return left ? X : X.mT();
+}
+
+std::pair<Tensor, Tensor> broadcast_for_solve(const Tensor& A, const Tensor& B) {
+  auto [B_, A_] = at::native::_linalg_broadcast_batch_dims(B, A, nullptr);
+  return {A_, B_};
+}
+
+Tensor& linalg_solve_triangular_out(const Tensor& A, const Tensor& B, bool upper, bool left,
+                                    bool unitriangular, Tensor& out) {
+  at::native::checkInputsSolver(A, B, left, "linalg.solve_triangular");
+  const auto dtype = at::promote_types(A.scalar_type(), B.scalar_type());
+  const Tensor A1 = A.to(dtype), B1 = B.to(dtype);
+  check_lapack_dtype(A1, "triangular_solve_vk");
+  auto [A_, B_] = broadcast_for_solve(A1, B1);
+  at::native::checkSameDevice("linalg.solve_triangular", out, A);
+  at::native::checkLinalgCompatibleDtype("linalg.solve_triangular", out, B1);
+  const Tensor X = solve_triangular_impl(A_, B_, upper, left, false, unitriangular);
+  if (at::native::resize_output(out, X.sizes()) || out.numel() == 0) {
+    // freshly sized: give it the CPU's column-major layout
+    out.as_strided_(X.sizes(), at::native::batched_matrix_contiguous_strides(X.sizes(), true));
+  }
+  out.copy_(X);
+  return out;
+}
+
+Tensor linalg_solve_triangular(const Tensor& A, const Tensor& B, bool upper, bool left,
+                               bool unitriangular) {
+  Tensor out = at::empty({0}, A.options().dtype(at::promote_types(A.scalar_type(),
+                                                                  B.scalar_type())));
+  linalg_solve_triangular_out(A, B, upper, left, unitriangular, out);
+  return out;
+}
+
+void triangular_solve_impl(const Tensor& self, const Tensor& A, bool upper, bool transpose,
+                           bool unitriangular, const Tensor& result, const Tensor& clone_A) {
+  check_lapack_dtype(A, "triangular_solve_vk");
+  auto [A_, B_] = broadcast_for_solve(A, self);
+  clone_A.copy_(A_);
+  if (result.numel() == 0) return;
+  const Tensor X = solve_triangular_impl(is_column_major(clone_A) ? clone_A : A_, B_, upper,
+                                         /*left=*/true, transpose, unitriangular);
+  result.copy_(X);
+}
+
+std::tuple<Tensor, Tensor> triangular_solve(const Tensor& self, const Tensor& A, bool upper,
+                                            bool transpose, bool unitriangular) {
+  Structured<at::meta::structured_triangular_solve, 2> s;
+  s.meta(self, A, upper, transpose, unitriangular);
+  triangular_solve_impl(self, A, upper, transpose, unitriangular, s.outs[0], s.outs[1]);
+  return {s.outs[0], s.outs[1]};
+}
+
+std::tuple<Tensor&, Tensor&> triangular_solve_out(const Tensor& self, const Tensor& A, bool upper,
+                                                  bool transpose, bool unitriangular, Tensor& X,
+                                                  Tensor& M) {
+  Structured<at::meta::structured_triangular_solve, 2> s(X, M);
+  s.meta(self, A, upper, transpose, unitriangular);
+  triangular_solve_impl(self, A, upper, transpose, unitriangular, X, M);
+  return {X, M};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -464,6 +655,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_linalg_det.result", TORCH_FN(linalg_det_out));
   m.impl("_linalg_slogdet", TORCH_FN(linalg_slogdet));
   m.impl("_linalg_slogdet.sign", TORCH_FN(linalg_slogdet_out));
+  m.impl("linalg_cholesky_ex", TORCH_FN(linalg_cholesky_ex));
+  m.impl("linalg_cholesky_ex.L", TORCH_FN(linalg_cholesky_ex_out));
+  m.impl("cholesky", TORCH_FN(cholesky_legacy));
+  m.impl("cholesky.out", TORCH_FN(cholesky_out));
+  m.impl("cholesky_inverse", TORCH_FN(cholesky_inverse_vk));
+  m.impl("cholesky_inverse.out", TORCH_FN(cholesky_inverse_out));
+  m.impl("_cholesky_solve_helper", TORCH_FN(cholesky_solve_helper));
+  m.impl("_cholesky_solve_helper.out", TORCH_FN(cholesky_solve_helper_out));
+  m.impl("linalg_solve_triangular", TORCH_FN(linalg_solve_triangular));
+  m.impl("linalg_solve_triangular.out", TORCH_FN(linalg_solve_triangular_out));
+  m.impl("triangular_solve", TORCH_FN(triangular_solve));
+  m.impl("triangular_solve.X", TORCH_FN(triangular_solve_out));
 }
 
 }  // namespace tvk::aten

@@ -126,6 +126,22 @@ def test_lu_unpack_and_lu(dtype):
         check(lambda x, p: torch.lu_unpack(x, p), lu.to(dt), piv)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_lu_gradients(dtype):
+    a = well_conditioned((2, 4, 4), dtype)
+    b = rand((2, 4, 4), dtype, seed=5)
+
+    def grad(x, y):
+        x = x.clone().requires_grad_()
+        lu, piv = torch.linalg.lu_factor(x)
+        p, l, u = torch.linalg.lu(x)
+        loss = (lu * y).sum() + (l * y).sum() + (u * y).sum()
+        loss.backward()
+        return x.grad
+
+    check(grad, a, b, **TOL[dtype])
+
+
 # ---------------------------------------------------------------- solve, inv, det, slogdet
 
 
@@ -215,3 +231,138 @@ def test_solve_inv_det_gradients(dtype):
         return x.grad, y.grad
 
     check(grads, a, b, **TOL[dtype])
+
+
+# ---------------------------------------------------------------- Cholesky, triangular solves
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_cholesky(dtype):
+    for shape in SQUARE_SHAPES:
+        a = spd(shape, dtype)
+        for upper in (False, True):
+            check(lambda x: torch.linalg.cholesky(x, upper=upper), a, **TOL[dtype])
+            check(lambda x: torch.linalg.cholesky_ex(x, upper=upper), a, **TOL[dtype])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                check(lambda x: torch.cholesky(x, upper=upper), a, **TOL[dtype])
+    a = spd((2, 5, 5), dtype)
+    for _, layout in layouts(a):
+        check(lambda x: torch.linalg.cholesky(layout(x)), a, **TOL[dtype])
+    # only the named triangle is read
+    check(lambda x: torch.linalg.cholesky(x.tril()), a, **TOL[dtype])
+    check(lambda x: torch.linalg.cholesky(x.triu(), upper=True), a, **TOL[dtype])
+    # not positive definite: info = order of the first bad leading minor; errors name it
+    bad = a.clone()
+    bad[1, 2, 2] = -100.0
+    check(lambda x: torch.linalg.cholesky_ex(x)[1], bad)
+    check(lambda x: torch.linalg.cholesky(x), bad)
+    check(lambda x: torch.linalg.cholesky(x), -torch.eye(3, dtype=dtype))
+    with pytest.raises(torch.linalg.LinAlgError) as cpu_error:
+        torch.linalg.cholesky(bad)
+    with pytest.raises(torch.linalg.LinAlgError) as vk_error:
+        torch.linalg.cholesky(bad.to("vk"))
+    assert str(vk_error.value) == str(cpu_error.value)
+
+
+def test_cholesky_errors():
+    check(lambda x: torch.linalg.cholesky(x), torch.ones(2, 3))
+    check(lambda x: torch.linalg.cholesky(x), torch.eye(3, dtype=torch.int64))
+    check(lambda x: torch.linalg.cholesky(x), torch.eye(3, dtype=torch.float16))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(lambda x: torch.cholesky(x), torch.ones(2, 3))
+        check(lambda x: torch.cholesky(x), torch.eye(3, dtype=torch.int32))
+        check(lambda x: torch.cholesky(x), torch.empty(0, 2, 2))
+    check(lambda x: torch.cholesky_inverse(x), torch.ones(2, 3))
+    check(lambda x: torch.cholesky_inverse(x), torch.eye(3, dtype=torch.float16))
+    check(lambda x, y: torch.cholesky_solve(x, y), torch.ones(3, 2), torch.eye(4))
+    check(lambda x, y: torch.cholesky_solve(x, y), torch.ones(3, 2), torch.eye(3, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_cholesky_inverse_and_solve(dtype):
+    for shape in SQUARE_SHAPES:
+        a = spd(shape, dtype)
+        for upper in (False, True):
+            f = torch.linalg.cholesky(a, upper=upper)
+            check(lambda x: torch.cholesky_inverse(x, upper=upper), f, **TOL[dtype])
+            b = rand(shape[:-1] + (2,), dtype)
+            check(lambda x, y: torch.cholesky_solve(y, x, upper=upper), f, b, **TOL[dtype])
+    f = torch.linalg.cholesky(spd((3, 4, 4), dtype))
+    b = rand((2, 1, 4, 3), dtype)  # broadcast batch
+    check(lambda x, y: torch.cholesky_solve(y, x), f, b, **TOL[dtype])
+    for _, layout in layouts(f):
+        check(lambda x: torch.cholesky_inverse(layout(x)), f, **TOL[dtype])
+
+
+def triangular(shape, dtype, upper, seed=0):
+    a = well_conditioned(shape, dtype, seed)
+    a = a + 2 * torch.diag_embed(torch.sign(torch.diagonal(a, dim1=-2, dim2=-1)))
+    return a.triu() if upper else a.tril()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_solve_triangular(dtype):
+    for a_shape, b_shape in [((3, 3), (3, 2)), ((2, 4, 4), (2, 4, 3)), ((4, 4), (2, 4, 1)),
+                             ((2, 1, 5, 5), (3, 5, 2)), ((0, 3, 3), (0, 3, 2)), ((3, 3), (3, 0)),
+                             ((0, 0), (0, 2)), ((6, 6), (6, 6))]:
+        for upper in (False, True):
+            # the other triangle holds garbage that must not be read
+            a = triangular(a_shape, dtype, upper) + (rand(a_shape, dtype).tril(-1) if upper
+                                                     else rand(a_shape, dtype).triu(1))
+            b = rand(b_shape, dtype, seed=2)
+            for unit in (False, True):
+                check(lambda x, y: torch.linalg.solve_triangular(x, y, upper=upper,
+                                                                 unitriangular=unit),
+                      a, b, **TOL[dtype])
+                check(lambda x, y: torch.linalg.solve_triangular(x, y.mT, upper=upper, left=False,
+                                                                 unitriangular=unit),
+                      a, b, **TOL[dtype])
+                for transpose in (False, True):
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        check(lambda x, y: torch.triangular_solve(y, x, upper=upper,
+                                                                  transpose=transpose,
+                                                                  unitriangular=unit),
+                              a, b, **TOL[dtype])
+    a, b = triangular((3, 4, 4), dtype, True), rand((3, 4, 2), dtype)
+    for _, layout in layouts(a):
+        check(lambda x, y: torch.linalg.solve_triangular(layout(x), layout(y), upper=True), a, b,
+              **TOL[dtype])
+    out = torch.empty(0, dtype=dtype)
+    check(lambda x, y, o: torch.linalg.solve_triangular(x, y, upper=True, out=o), a, b, out,
+          **TOL[dtype])
+
+
+def test_solve_triangular_errors():
+    a, b = torch.eye(3), torch.ones(3, 2)
+    check(lambda x, y: torch.linalg.solve_triangular(x, y, upper=True), a, torch.ones(4, 2))
+    check(lambda x, y: torch.linalg.solve_triangular(x, y, upper=True), torch.ones(2, 3), b)
+    check(lambda x, y: torch.linalg.solve_triangular(x, y, upper=True), a.int(), b.int())
+    check(lambda x, y: torch.linalg.solve_triangular(x, y, upper=True), a.half(), b.half())
+    check(lambda x, y: torch.linalg.solve_triangular(x, y, upper=True), a.double(), b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(lambda x, y: torch.triangular_solve(y, x), a, torch.ones(4, 2))
+        check(lambda x, y: torch.triangular_solve(y, x), a.double(), b)
+        check(lambda x, y: torch.triangular_solve(y, x), a.half(), b.half())
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_cholesky_triangular_gradients(dtype):
+    a = spd((2, 4, 4), dtype)
+    t = triangular((2, 4, 4), dtype, upper=False)
+    b = rand((2, 4, 3), dtype, seed=6)
+
+    def grads(x, tri, y):
+        x = x.clone().requires_grad_()
+        tri = tri.clone().requires_grad_()
+        y = y.clone().requires_grad_()
+        L = torch.linalg.cholesky(x)
+        loss = (L * y[..., :1]).sum() + torch.linalg.solve_triangular(tri, y, upper=False).sum()
+        loss = loss + torch.cholesky_solve(y, L).sum() + torch.cholesky_inverse(L).sum()
+        loss.backward()
+        return x.grad, tri.grad, y.grad
+
+    check(grads, a, t, b, **TOL[dtype])
