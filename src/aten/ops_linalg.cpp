@@ -29,6 +29,10 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <limits>
+#include <type_traits>
+#include <vector>
+
 #include "aten/launch.h"
 #include "aten/ops_reduce.h"
 #include "aten/vk_common.h"
@@ -636,6 +640,180 @@ std::tuple<Tensor&, Tensor&> triangular_solve_out(const Tensor& self, const Tens
   return {X, M};
 }
 
+
+// ---------------------------------------------------------------- matrix exponential
+//
+// The CPU's algorithm (Bader, Blanes, Casas: "Computing the matrix exponential with an
+// optimized Taylor polynomial approximation", 2019), so the results match: per matrix, the
+// 1-norm picks a Taylor polynomial of degree 1, 2, 4, 8 or 12 evaluated with few products,
+// or degree 18 after scaling by 2^-s and squaring s times. Built from native matmuls and
+// element-wise ops. The choice of degree and s per matrix reads the norms back once (the
+// host groups the matrices by degree), as CUDA does.
+
+// sum_j coefficients[j] * terms[j] (accumulated in order, like the CPU's
+// _compute_linear_combination).
+Tensor linear_combination(const std::vector<Tensor>& terms, const std::vector<double>& c) {
+  Tensor out = terms[0] * c[0];
+  for (size_t j = 1; j < terms.size(); ++j) out.add_(terms[j], c[j]);
+  return out;
+}
+
+// {I, A, A^2, A^3, A^6}, the first `count` of them, for a batch A (b x n x n).
+std::vector<Tensor> matrix_powers(const Tensor& A, int count) {
+  std::vector<Tensor> p;
+  p.push_back(at::eye(A.size(-1), A.options()).expand_as(A).contiguous());
+  p.push_back(A);
+  if (count > 2) p.push_back(at::matmul(A, A));
+  if (count > 3) p.push_back(at::matmul(A, p[2]));
+  if (count > 4) p.push_back(at::matmul(p[3], p[3]));
+  return p;
+}
+
+template <typename S>
+Tensor taylor(const Tensor& A, int degree) {
+  if (degree == 1) {
+    auto p = matrix_powers(A, 2);
+    return p[0] + p[1];
+  }
+  if (degree == 2) {
+    auto p = matrix_powers(A, 3);
+    return p[0] + p[1] + p[2] / 2.0;
+  }
+  if (degree == 4) {  // I + A + A^2 (I / 2 + A / 6 + A^2 / 24)
+    auto p = matrix_powers(A, 3);
+    const Tensor q = at::matmul(
+        p[2], linear_combination({p[0], p[1], p[2]}, {S(1 / 2.0), S(1 / 6.0), S(1 / 24.0)}));
+    return linear_combination({p[0], p[1], q}, {1.0, 1.0, 1.0});
+  }
+  if (degree == 8) {
+    // The coefficients as the CPU computes them (in S where it does).
+    constexpr S sqrt_177 = 0.1330413469565007072504e+2;
+    constexpr S x3 = 2. / 3.;
+    constexpr S x1 = x3 * ((1. + sqrt_177) / 88.);
+    constexpr S x2 = x3 * ((1. + sqrt_177) / 352.);
+    constexpr S x4 = (-271. + 29. * sqrt_177) / (315. * x3);
+    constexpr S x5 = (-11. + 11. * sqrt_177) / (1260. * x3);
+    constexpr S x6 = (-99. + 11. * sqrt_177) / (5040. * x3);
+    constexpr S x7 = (89. - sqrt_177) / (5040. * x3 * x3);  // as fixed in PyTorch (#196658)
+    constexpr S y2 = (857. - 58. * sqrt_177) / 630.;
+    auto p = matrix_powers(A, 3);
+    const Tensor a4 = at::matmul(p[2], linear_combination({p[1], p[2]}, {x1, x2}));
+    const Tensor a8 = at::matmul(linear_combination({p[2], a4}, {x3, 1.0}),
+                                 linear_combination({p[0], p[1], p[2], a4}, {x4, x5, x6, x7}));
+    return linear_combination({p[0], p[1], p[2], a8}, {1.0, 1.0, y2, 1.0});
+  }
+  if (degree == 12) {
+    static constexpr S b[4][4] = {
+        {9.0198e-16, 0.46932117595418237389, -0.20099424927047284052, -0.04623946134063071740},
+        {5.31597895759871264183, 1.19926790417132231573, 0.01179296240992997031,
+         0.01108844528519167989},
+        {0.18188869982170434744, 0.05502798439925399070, 0.09351590770535414968,
+         0.00610700528898058230},
+        {-2.0861320e-13, -0.13181061013830184015, -0.02027855540589259079,
+         -0.00675951846863086359}};
+    auto p = matrix_powers(A, 4);
+    std::vector<Tensor> B;
+    for (const auto& row : b) B.push_back(linear_combination(p, {row[0], row[1], row[2], row[3]}));
+    B[2].add_(at::matmul(B[3], B[3]));  // + A^6 terms
+    return B[0].add_(at::matmul(B[1].add_(B[2]), B[2]));
+  }
+  // degree 18
+  static constexpr S b[5][5] = {
+      {0., -1.00365581030144618291e-01, -8.02924648241156932449e-03,
+       -8.92138498045729985177e-04, 0.},
+      {0., 3.97849749499645077844e-01, 1.36783778460411720168e+00, 4.98289622525382669416e-01,
+       -6.37898194594723280150e-04},
+      {-1.09676396052962061844e+01, 1.68015813878906206114e+00, 5.71779846478865511061e-02,
+       -6.98210122488052056106e-03, 3.34975017086070470649e-05},
+      {-9.04316832390810593223e-02, -6.76404519071381882256e-02, 6.75961301770459654925e-02,
+       2.95552570429315521194e-02, -1.39180257516060693404e-05},
+      {0., 0., -9.23364619367118555360e-02, -1.69364939002081722752e-02,
+       -1.40086798182036094347e-05}};
+  auto p = matrix_powers(A, 5);
+  std::vector<Tensor> B;
+  for (const auto& row : b)
+    B.push_back(linear_combination(p, {row[0], row[1], row[2], row[3], row[4]}));
+  B[3].add_(at::matmul(B[0], B[4]));  // + A^9 terms
+  return B[1].add_(at::matmul(B[2].add_(B[3]), B[3]));
+}
+
+template <typename S>
+Tensor matrix_exp_batch(const Tensor& a) {  // a: b x n x n, n >= 2
+  // Upper bounds of the 1-norm for degrees 1, 2, 4, 8, 12, 18 (the CPU's tables).
+  constexpr bool single = std::is_same_v<S, float>;
+  static constexpr S thetas[6] = {
+      single ? 1.192092800768788e-07 : 2.220446049250313e-16,
+      single ? 5.978858893805233e-04 : 2.580956802971767e-08,
+      single ? 5.116619363445086e-02 : 3.397168839976962e-04,
+      single ? 5.800524627688768e-01 : 4.991228871115323e-02,
+      single ? 1.461661507209034e+00 : 2.996158913811580e-01,
+      single ? 3.010066362817634e+00 : 1.090863719290036e+00};
+  static constexpr int degrees[5] = {1, 2, 4, 8, 12};
+  const Tensor norm = a.abs().sum(-2).amax(-1);
+  // NaN norms (NaN inputs) fall in no interval and keep the NaN the result starts with.
+  Tensor res = at::full_like(a, std::numeric_limits<double>::quiet_NaN(),
+                             at::MemoryFormat::Contiguous);
+  const Tensor norm_host = norm.cpu();  // the one host read
+  const S* nh = norm_host.template data_ptr<S>();
+  const int64_t batch = a.size(0);
+  auto to_device = [&](const std::vector<int64_t>& v) {
+    return at::tensor(v, at::TensorOptions().dtype(at::kLong)).to(a.device());
+  };
+  for (int d = 0; d < 5; ++d) {
+    const S lo = d == 0 ? S(-1) : thetas[d - 1], hi = thetas[d];
+    std::vector<int64_t> idx;
+    for (int64_t i = 0; i < batch; ++i)
+      if (lo < nh[i] && nh[i] <= hi) idx.push_back(i);
+    if (idx.empty()) continue;
+    const Tensor index = to_device(idx);
+    res.index_copy_(0, index, taylor<S>(a.index_select(0, index), degrees[d]));
+  }
+  std::vector<int64_t> large;
+  for (int64_t i = 0; i < batch; ++i)
+    if (nh[i] >= thetas[4]) large.push_back(i);
+  if (!large.empty()) {
+    // s = max(0, ceil(log2(norm / theta_18))); exp(A) = T18(A / 2^s)^(2^s).
+    const Tensor index = to_device(large);
+    const Tensor sub_norm = norm.index_select(0, index);
+    const Tensor s = at::clamp_min(at::ceil(at::log2(sub_norm / thetas[5])), 0)
+                         .unsqueeze(-1).unsqueeze(-1).to(at::kLong);
+    const Tensor scaled = a.index_select(0, index) / at::pow(2, s);
+    const Tensor t18 = taylor<S>(scaled, 18);
+    const Tensor s_host = s.cpu();
+    const int64_t* sh = s_host.data_ptr<int64_t>();
+    std::vector<Tensor> outs;
+    for (size_t i = 0; i < large.size(); ++i) {
+      Tensor m = t18.select(0, static_cast<int64_t>(i));
+      for (int64_t p = 0; p < sh[i]; ++p) m = at::matmul(m, m);
+      outs.push_back(m);
+    }
+    res.index_copy_(0, index, at::stack(outs));
+  }
+  return res;
+}
+
+Tensor matrix_exp_vk(const Tensor& a) {
+  at::native::squareCheckInputs(a, "linalg.matrix_exp");
+  at::native::checkFloatingOrComplex(a, "linalg.matrix_exp");
+  const int64_t n = a.size(-1);
+  if (n == 0) return a.clone();
+  if (n == 1) return a.exp();
+  // float16 / bfloat16: the CPU reads its float64 coefficient tables as 16-bit values (its
+  // results are meaningless); vk computes only float32 / float64.
+  check_lapack_dtype(a, "linalg_matrix_exp_vk");
+  const Tensor a3 = a.reshape({-1, n, n});
+  const Tensor r = a.scalar_type() == at::kDouble ? matrix_exp_batch<double>(a3)
+                                                  : matrix_exp_batch<float>(a3);
+  return r.view(a.sizes());
+}
+
+Tensor& linalg_matrix_exp_out(const Tensor& a, Tensor& out) {
+  const Tensor r = matrix_exp_vk(a);
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -667,6 +845,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("linalg_solve_triangular.out", TORCH_FN(linalg_solve_triangular_out));
   m.impl("triangular_solve", TORCH_FN(triangular_solve));
   m.impl("triangular_solve.X", TORCH_FN(triangular_solve_out));
+  m.impl("linalg_matrix_exp", TORCH_FN(matrix_exp_vk));
+  m.impl("linalg_matrix_exp.out", TORCH_FN(linalg_matrix_exp_out));
 }
 
 }  // namespace tvk::aten

@@ -366,3 +366,42 @@ def test_cholesky_triangular_gradients(dtype):
         return x.grad, tri.grad, y.grad
 
     check(grads, a, t, b, **TOL[dtype])
+
+
+# ---------------------------------------------------------------- matrix exponential
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_matrix_exp(dtype):
+    # One batch whose matrices take every degree (1, 2, 4, 8, 12, 18 with 0..several squarings).
+    scales = torch.tensor([1e-9, 1e-7, 1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.3, 1.0, 3.0, 20.0],
+                          dtype=torch.float64)
+    a = (rand((len(scales), 4, 4), torch.float64) * scales.view(-1, 1, 1)).to(dtype)
+    check(lambda x: torch.linalg.matrix_exp(x), a, **TOL[dtype])
+    check(lambda x: torch.matrix_exp(x), a.view(11, 1, 4, 4), **TOL[dtype])
+    for shape in [(3, 3), (2, 2, 5, 5), (1, 1), (4, 1, 1), (0, 0), (0, 3, 3), (8, 8)]:
+        check(lambda x: torch.linalg.matrix_exp(x), rand(shape, dtype) * 0.5, **TOL[dtype])
+    for _, layout in layouts(a):
+        check(lambda x: torch.linalg.matrix_exp(layout(x)), a, **TOL[dtype])
+    check(lambda x: torch.linalg.matrix_exp(x, out=torch.empty(0, dtype=dtype, device=x.device)),
+          a, **TOL[dtype])
+    nan = a[:2].clone()
+    nan[0, 1, 1] = float("nan")
+    check(lambda x: torch.linalg.matrix_exp(x), nan, **TOL[dtype])
+
+    def grad(x):
+        x = x.clone().requires_grad_()
+        torch.linalg.matrix_exp(x).square().sum().backward()
+        return x.grad
+
+    check(grad, a[5:9], **TOL[dtype])
+
+
+def test_matrix_exp_errors():
+    check(lambda x: torch.linalg.matrix_exp(x), torch.ones(2, 3))
+    check(lambda x: torch.linalg.matrix_exp(x), torch.ones(3))
+    check(lambda x: torch.linalg.matrix_exp(x), torch.ones(3, 3, dtype=torch.int64))
+    # float16 / bfloat16: the CPU reads its float64 coefficient tables as 16-bit values
+    # (meaningless results); vk computes float32 / float64 only and says so.
+    with pytest.raises(NotImplementedError):
+        torch.linalg.matrix_exp(torch.eye(3, dtype=torch.float16, device="vk"))
