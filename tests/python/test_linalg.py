@@ -405,3 +405,40 @@ def test_matrix_exp_errors():
     # (meaningless results); vk computes float32 / float64 only and says so.
     with pytest.raises(NotImplementedError):
         torch.linalg.matrix_exp(torch.eye(3, dtype=torch.float16, device="vk"))
+
+
+def test_larger_matrices():
+    # 256-invocation workgroups (more than 1024 elements per step) and several strides per
+    # invocation in every kernel.
+    dtype = torch.float64
+    a = rand((2, 40, 40), dtype)
+    b = rand((2, 40, 30), dtype, seed=3)
+    check(lambda x: torch.linalg.lu_factor_ex(x), a, **TOL[dtype])
+    check(lambda x, y: torch.linalg.solve(x, y), a, b, atol=1e-8, rtol=1e-8)
+    check(lambda x: torch.linalg.cholesky(x), spd((2, 40, 40), dtype), **TOL[dtype])
+    t = triangular((2, 40, 40), dtype, upper=True)
+    check(lambda x, y: torch.linalg.solve_triangular(x, y, upper=True), t, b, **TOL[dtype])
+    check(lambda x: torch.linalg.lu_factor_ex(x), rand((70, 20), dtype), **TOL[dtype])
+
+
+def test_more_gradients():
+    dtype = torch.float64
+    a = well_conditioned((2, 4, 4), dtype)
+    b = rand((2, 4, 3), dtype, seed=7)
+
+    def grads(x, y):
+        x = x.clone().requires_grad_()
+        y = y.clone().requires_grad_()
+        lu, piv = torch.linalg.lu_factor(x)
+        out = (torch.linalg.lu_solve(lu, piv, y) + torch.linalg.lu_solve(lu, piv, y, adjoint=True)
+               + torch.linalg.lu_solve(lu, piv, y.mT, left=False).mT).sum()
+        s = x @ x.mT
+        out = out + torch.linalg.cholesky(s, upper=True).sum() + torch.logdet(s).sum()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = out + torch.triangular_solve(y, x.triu(), transpose=True)[0].sum()
+        out = out + torch.linalg.matrix_power(x, -2).sum() + torch.linalg.inv_ex(x)[0].sum()
+        out.backward()
+        return x.grad, y.grad
+
+    check(grads, a, b, **TOL[dtype])
