@@ -6,6 +6,8 @@
 //   OP 2  trsm    triangular solve from the left, in place   (op(A) X = B, B <- X)
 //   OP 3  laswp   row interchanges of B from LU pivots       (B <- P^T B, or B <- P B)
 //   OP 4  perm    LU pivots -> permutation (int64)           (lu_unpack)
+//   OP 5  sytf2   LDL^T with Bunch-Kaufman pivoting, lower   (A = P L D L^T P^T)
+//   OP 6  sytrs   solve with the LDL^T factorization         (B <- A^-1 B)
 // Math in T = float (KIND 0) or double (KIND 3). Every matrix is column-major (LAPACK / the
 // CPU's layout): element (r, c) of a rows x cols matrix is at c * rows + r, matrices of a
 // batch follow each other (batch stride rows * cols), except that trsm's A may have another
@@ -26,7 +28,10 @@
 // nb x nb diagonal blocks and turn the rest into GEMMs. Not built: the batched small
 // matrices of the tests and OpInfo samples are latency-bound either way.
 //
-// OP 4: one invocation per matrix of the batch (a serial walk over the pivots).
+// OP 4, 5: one invocation per matrix of the batch (serial; sytf2 is LAPACK's unblocked
+// *sytf2 step for step, so pivots and factors equal the CPU's; a parallel version would spread
+// the rank-1 / rank-2 updates over a workgroup as getrf does). OP 6: one invocation per
+// column of B (the columns are independent; each reads the whole factorization).
 //
 // Built per (op, kind) by tools/build_shaders.py (linalg.variants.toml).
 // ABI (mirrored by LinalgPush in src/kernels/linalg.cpp):
@@ -44,6 +49,12 @@
 //   perm:  perm (int64, batch x m) = the permutation that the pivots (batch x k) apply to
 //          0 .. m-1, as PyTorch's unpack_pivots: perm = arange(m); swap(perm[i],
 //          perm[piv[i] - 1]) for i = 0 .. k-1 (out-of-range pivots skipped).
+//   sytf2: a (n x n, the lower triangle is read and replaced with L and D, as LAPACK's
+//          *sytf2 with uplo = 'L'), piv (int32, batch x n, LAPACK's convention: k + 1 for a
+//          1x1 block that swapped with row k, -(k + 1) on both rows of a 2x2 block), info
+//          (int32, batch: the first zero diagonal block, 1-based, else 0).
+//   sytrs: a, piv as sytf2 wrote them, b (n x nrhs, in place; LAPACK's *sytrs, uplo = 'L').
+//          Pivots outside [1, n] make the result meaningless but are never dereferenced.
 #extension GL_GOOGLE_include_directive : require
 
 #ifndef KIND
@@ -277,6 +288,173 @@ void main() {
         const int64_t t = perm.v[i];
         perm.v[i] = perm.v[p];
         perm.v[p] = t;
+      }
+    }
+  }
+}
+#elif OP == 5
+// ---------------------------------------------------------------- sytf2 (lower)
+void swap_entries(Mat A, int i, int j) {
+  const T t = A.v[i];
+  A.v[i] = A.v[j];
+  A.v[j] = t;
+}
+
+void main() {
+  const int n = pc.n;
+  const T alpha = (T(1) + sqrt(T(17))) / T(8);
+  for (int b = int(gl_GlobalInvocationID.x); b < pc.batch;
+       b += int(gl_NumWorkGroups.x * gl_WorkGroupSize.x)) {
+    Mat A = matrix_at(pc.a_addr, b, n * n);
+    Ints piv = Ints(pc.piv_addr + uint64_t(b) * uint64_t(n) * 4ul);
+    int info = 0;
+    int k = 0;
+    while (k < n) {
+      int kstep = 1;
+      int kp = k;
+      const T absakk = abs(A.v[k * n + k]);
+      // Largest off-diagonal |a(i, k)| below the diagonal (first one on ties).
+      int imax = k;
+      T colmax = T(0);
+      for (int i = k + 1; i < n; ++i) {
+        const T v = abs(A.v[k * n + i]);
+        if (v > colmax || imax == k) { colmax = v; imax = i; }
+      }
+      if (max(absakk, colmax) == T(0)) {
+        if (info == 0) info = k + 1;  // a zero column: D(k, k) = 0, no interchange
+      } else {
+        if (absakk < alpha * colmax) {
+          // rowmax: the largest off-diagonal entry of row / column imax
+          T rowmax = T(0);
+          for (int j = k; j < imax; ++j) rowmax = max(rowmax, abs(A.v[j * n + imax]));
+          for (int i = imax + 1; i < n; ++i) rowmax = max(rowmax, abs(A.v[imax * n + i]));
+          if (absakk >= alpha * colmax * (colmax / rowmax)) {
+            kp = k;
+          } else if (abs(A.v[imax * n + imax]) >= alpha * rowmax) {
+            kp = imax;
+          } else {
+            kp = imax;
+            kstep = 2;
+          }
+        }
+        // Symmetric interchange of rows / columns kk and kp of the trailing matrix.
+        const int kk = k + kstep - 1;
+        if (kp != kk) {
+          for (int i = kp + 1; i < n; ++i) swap_entries(A, kk * n + i, kp * n + i);
+          for (int j = kk + 1; j < kp; ++j) swap_entries(A, kk * n + j, j * n + kp);
+          swap_entries(A, kk * n + kk, kp * n + kp);
+          if (kstep == 2) swap_entries(A, k * n + k + 1, k * n + kp);
+        }
+        if (kstep == 1) {
+          // A22 -= a21 a21^T / d11; l21 = a21 / d11
+          const T d11 = T(1) / A.v[k * n + k];
+          for (int j = k + 1; j < n; ++j) {
+            const T xj = A.v[k * n + j];
+            if (xj != T(0)) {
+              const T t = -d11 * xj;
+              for (int i = j; i < n; ++i) A.v[j * n + i] += A.v[k * n + i] * t;
+            }
+          }
+          for (int i = k + 1; i < n; ++i) A.v[k * n + i] *= d11;
+        } else if (k < n - 2) {
+          // 2x2 pivot block D = [d(k,k) d(k+1,k); d(k+1,k) d(k+1,k+1)]
+          T d21 = A.v[k * n + k + 1];
+          const T d11 = A.v[(k + 1) * n + k + 1] / d21;
+          const T d22 = A.v[k * n + k] / d21;
+          const T t = T(1) / (d11 * d22 - T(1));
+          d21 = t / d21;
+          for (int j = k + 2; j < n; ++j) {
+            const T wk = d21 * (d11 * A.v[k * n + j] - A.v[(k + 1) * n + j]);
+            const T wkp1 = d21 * (d22 * A.v[(k + 1) * n + j] - A.v[k * n + j]);
+            for (int i = j; i < n; ++i)
+              A.v[j * n + i] = A.v[j * n + i] - A.v[k * n + i] * wk - A.v[(k + 1) * n + i] * wkp1;
+            A.v[k * n + j] = wk;
+            A.v[(k + 1) * n + j] = wkp1;
+          }
+        }
+      }
+      if (kstep == 1) {
+        piv.v[k] = kp + 1;
+      } else {
+        piv.v[k] = -(kp + 1);
+        piv.v[k + 1] = -(kp + 1);
+      }
+      k += kstep;
+    }
+    Ints(pc.info_addr).v[b] = info;
+  }
+}
+
+#elif OP == 6
+// ---------------------------------------------------------------- sytrs (lower)
+void main() {
+  const int n = pc.n, nrhs = pc.nrhs;
+  const int total = pc.batch * nrhs;
+  for (int q = int(gl_GlobalInvocationID.x); q < total;
+       q += int(gl_NumWorkGroups.x * gl_WorkGroupSize.x)) {
+    const int b = q / nrhs, c = q % nrhs;
+    Mat A = matrix_at(pc.a_addr, b, n * n);
+    Mat B = matrix_at(pc.b_addr, b, n * nrhs);
+    Ints piv = Ints(pc.piv_addr + uint64_t(b) * uint64_t(n) * 4ul);
+    const int o = c * n;  // column c of B
+    // Solve L D y = P^T b, first to last.
+    int k = 0;
+    while (k < n) {
+      if (piv.v[k] > 0) {
+        const int kp = piv.v[k] - 1;
+        if (kp != k && kp >= 0 && kp < n) {
+          const T t = B.v[o + k]; B.v[o + k] = B.v[o + kp]; B.v[o + kp] = t;
+        }
+        const T bk = B.v[o + k];
+        for (int i = k + 1; i < n; ++i) B.v[o + i] -= A.v[k * n + i] * bk;
+        B.v[o + k] = bk * (T(1) / A.v[k * n + k]);  // *scal by the reciprocal, as LAPACK
+        k += 1;
+      } else {
+        const int kp = -piv.v[k] - 1;
+        if (kp != k + 1 && kp >= 0 && kp < n && k + 1 < n) {
+          const T t = B.v[o + k + 1]; B.v[o + k + 1] = B.v[o + kp]; B.v[o + kp] = t;
+        }
+        if (k + 1 >= n) break;  // malformed pivots: stay in bounds
+        const T b0 = B.v[o + k], b1 = B.v[o + k + 1];
+        for (int i = k + 2; i < n; ++i)  // two rank-1 updates (*ger), in LAPACK's order
+          B.v[o + i] = B.v[o + i] - A.v[k * n + i] * b0 - A.v[(k + 1) * n + i] * b1;
+        const T akm1k = A.v[k * n + k + 1];
+        const T akm1 = A.v[k * n + k] / akm1k;
+        const T ak = A.v[(k + 1) * n + k + 1] / akm1k;
+        const T denom = akm1 * ak - T(1);
+        const T bkm1 = b0 / akm1k;
+        const T bkk = b1 / akm1k;
+        B.v[o + k] = (ak * bkm1 - bkk) / denom;
+        B.v[o + k + 1] = (akm1 * bkk - bkm1) / denom;
+        k += 2;
+      }
+    }
+    // Solve L^T P^T x = y, last to first.
+    k = n - 1;
+    while (k >= 0) {
+      if (piv.v[k] > 0) {
+        T dot = T(0);  // *gemv: the dot product first, then one subtraction
+        for (int i = k + 1; i < n; ++i) dot += B.v[o + i] * A.v[k * n + i];
+        B.v[o + k] -= dot;
+        const int kp = piv.v[k] - 1;
+        if (kp != k && kp >= 0 && kp < n) {
+          const T t = B.v[o + k]; B.v[o + k] = B.v[o + kp]; B.v[o + kp] = t;
+        }
+        k -= 1;
+      } else {
+        if (k < 1) break;  // malformed pivots: stay in bounds
+        T dot = T(0), dot1 = T(0);
+        for (int i = k + 1; i < n; ++i) {
+          dot += B.v[o + i] * A.v[k * n + i];
+          dot1 += B.v[o + i] * A.v[(k - 1) * n + i];
+        }
+        B.v[o + k] -= dot;
+        B.v[o + k - 1] -= dot1;
+        const int kp = -piv.v[k] - 1;
+        if (kp != k && kp >= 0 && kp < n) {
+          const T t = B.v[o + k]; B.v[o + k] = B.v[o + kp]; B.v[o + kp] = t;
+        }
+        k -= 2;
       }
     }
   }

@@ -1,7 +1,8 @@
 // Native torch.linalg LU / Cholesky / triangular-solve family: linalg_lu_factor_ex,
 // linalg_lu_solve, lu_unpack, linalg_lu, _linalg_solve_ex, linalg_inv_ex, _linalg_det,
 // _linalg_slogdet, linalg_cholesky_ex, cholesky, cholesky_inverse, _cholesky_solve_helper,
-// linalg_solve_triangular, triangular_solve (functional and out=).
+// linalg_solve_triangular, triangular_solve, linalg_matrix_exp, linalg_ldl_factor_ex,
+// linalg_ldl_solve (functional and out=).
 //
 // Shapes, dtypes and error messages come from PyTorch's structured meta functions and its
 // LinearAlgebraUtils checks; the math runs in the kernels of src/kernels/linalg.h (getrf,
@@ -21,6 +22,8 @@
 #include <ATen/ops/_linalg_solve_ex_meta.h>
 #include <ATen/ops/linalg_cholesky_ex_meta.h>
 #include <ATen/ops/linalg_inv_ex_meta.h>
+#include <ATen/ops/linalg_ldl_factor_ex_meta.h>
+#include <ATen/ops/linalg_ldl_solve_meta.h>
 #include <ATen/ops/linalg_lu_factor_ex_meta.h>
 #include <ATen/ops/linalg_lu_meta.h>
 #include <ATen/ops/linalg_lu_solve_meta.h>
@@ -814,6 +817,103 @@ Tensor& linalg_matrix_exp_out(const Tensor& a, Tensor& out) {
   return out;
 }
 
+
+// ---------------------------------------------------------------- LDL^T
+
+void ldl_factor_impl(const Tensor& self, bool hermitian, bool check_errors, const Tensor& LD,
+                     const Tensor& pivots, const Tensor& info) {
+  check_lapack_dtype(self, "ldl_factor_vk");
+  if (self.numel() == 0) {
+    info.zero_();
+    return;
+  }
+  // Real matrices: hermitian or not, the same factorization (LAPACK sytrf / hetrf agree).
+  const bool direct = is_column_major(LD);
+  const Tensor work = direct ? LD : empty_column_major(LD.sizes(), LD.options());
+  at::tril_out(const_cast<Tensor&>(work), self);  // as the CPU: LD starts as tril(A)
+  const Tensor piv = contiguous_target(pivots);
+  const Tensor inf = contiguous_target(info);
+  kernels::LdlFactor p;
+  p.kind = kind_of(work);
+  p.batch = batch_of(work);
+  p.n = work.size(-1);
+  p.a = operand(work, "linalg.ldl_factor");
+  p.pivots = operand(piv, "linalg.ldl_factor");
+  p.info = operand(inf, "linalg.ldl_factor");
+  {
+    const c10::DeviceGuard guard(work.device());
+    tvk::Stream& stream = stream_for(work);
+    translate_errors([&] { kernels::ldl_factor(stream, p); });
+  }
+  if (!direct) LD.copy_(work);
+  finish_contiguous(pivots, piv);
+  finish_contiguous(info, inf);
+  if (check_errors) at::_linalg_check_errors(info, "torch.linalg.ldl_factor_ex", self.dim() == 2);
+}
+
+std::tuple<Tensor, Tensor, Tensor> linalg_ldl_factor_ex(const Tensor& self, bool hermitian,
+                                                        bool check_errors) {
+  Structured<at::meta::structured_linalg_ldl_factor_ex, 3> s;
+  s.meta(self, hermitian, check_errors);
+  ldl_factor_impl(self, hermitian, check_errors, s.outs[0], s.outs[1], s.outs[2]);
+  return {s.outs[0], s.outs[1], s.outs[2]};
+}
+
+std::tuple<Tensor&, Tensor&, Tensor&> linalg_ldl_factor_ex_out(const Tensor& self, bool hermitian,
+                                                               bool check_errors, Tensor& LD,
+                                                               Tensor& pivots, Tensor& info) {
+  Structured<at::meta::structured_linalg_ldl_factor_ex, 3> s(LD, pivots, info);
+  s.meta(self, hermitian, check_errors);
+  ldl_factor_impl(self, hermitian, check_errors, LD, pivots, info);
+  return {LD, pivots, info};
+}
+
+void ldl_solve_impl(const Tensor& LD, const Tensor& pivots, const Tensor& B, bool hermitian,
+                    const Tensor& result) {
+  if (LD.numel() == 0 || pivots.numel() == 0 || result.numel() == 0) return;
+  check_lapack_dtype(LD, "ldl_solve_vk");
+  std::vector<int64_t> batch(result.sizes().begin(), result.sizes().end() - 2);
+  std::vector<int64_t> b_shape = batch, ld_shape = batch, piv_shape = batch;
+  b_shape.insert(b_shape.end(), {B.size(-2), B.size(-1)});
+  ld_shape.insert(ld_shape.end(), {LD.size(-2), LD.size(-1)});
+  piv_shape.push_back(pivots.size(-1));
+  const Tensor X = column_major_copy(B.expand(b_shape));
+  const Tensor LD_ = LD.sizes().equals(ld_shape) && is_column_major(LD)
+                         ? LD
+                         : column_major_copy(LD.expand(ld_shape));
+  // int64 pivots are accepted as on the CPU
+  const Tensor piv = pivots.expand(piv_shape).to(at::kInt).contiguous();
+  kernels::LdlSolve p;
+  p.kind = kind_of(X);
+  p.batch = batch_of(X);
+  p.n = X.size(-2);
+  p.nrhs = X.size(-1);
+  p.a = operand(LD_, "linalg.ldl_solve");
+  p.pivots = operand(piv, "linalg.ldl_solve");
+  p.b = operand(X, "linalg.ldl_solve");
+  {
+    const c10::DeviceGuard guard(X.device());
+    tvk::Stream& stream = stream_for(X);
+    translate_errors([&] { kernels::ldl_solve(stream, p); });
+  }
+  result.copy_(X);
+}
+
+Tensor linalg_ldl_solve(const Tensor& LD, const Tensor& pivots, const Tensor& B, bool hermitian) {
+  Structured<at::meta::structured_linalg_ldl_solve> s;
+  s.meta(LD, pivots, B, hermitian);
+  ldl_solve_impl(LD, pivots, B, hermitian, s.outs[0]);
+  return s.outs[0];
+}
+
+Tensor& linalg_ldl_solve_out(const Tensor& LD, const Tensor& pivots, const Tensor& B,
+                             bool hermitian, Tensor& result) {
+  Structured<at::meta::structured_linalg_ldl_solve> s(result);
+  s.meta(LD, pivots, B, hermitian);
+  ldl_solve_impl(LD, pivots, B, hermitian, result);
+  return result;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -847,6 +947,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("triangular_solve.X", TORCH_FN(triangular_solve_out));
   m.impl("linalg_matrix_exp", TORCH_FN(matrix_exp_vk));
   m.impl("linalg_matrix_exp.out", TORCH_FN(linalg_matrix_exp_out));
+  m.impl("linalg_ldl_factor_ex", TORCH_FN(linalg_ldl_factor_ex));
+  m.impl("linalg_ldl_factor_ex.out", TORCH_FN(linalg_ldl_factor_ex_out));
+  m.impl("linalg_ldl_solve", TORCH_FN(linalg_ldl_solve));
+  m.impl("linalg_ldl_solve.out", TORCH_FN(linalg_ldl_solve_out));
 }
 
 }  // namespace tvk::aten

@@ -181,4 +181,45 @@ void pivots_to_permutation(Stream& stream, const PivotsToPermutation& p) {
   launch(stream, kWhere, "linalg.permutation", kWg, p.batch, kWg, push);
 }
 
+void ldl_factor(Stream& stream, const LdlFactor& p) {
+  constexpr const char* kWhere = "tvk::kernels::ldl_factor";
+  const bool f64 = float_kind(kWhere, stream, p.kind);
+  check_size(kWhere, {p.batch, p.n, p.n});
+  if (p.batch == 0) return;
+  check_int_operand(kWhere, p.info, "info", DType::Int32);
+  if (p.n > 0) {
+    check_matrix_operand(kWhere, p.a, "matrix", f64);
+    check_int_operand(kWhere, p.pivots, "pivots", DType::Int32);
+  }
+  LinalgPush push;
+  push.a_addr = p.n > 0 ? p.a.address : 0;
+  push.piv_addr = p.n > 0 ? p.pivots.address : 0;
+  push.info_addr = p.info.address;
+  push.batch = static_cast<int32_t>(p.batch);
+  push.n = static_cast<int32_t>(p.n);
+  constexpr uint32_t kWg = 64;
+  launch(stream, kWhere, std::string("linalg.sytf2") + kind_suffix(f64), kWg, p.batch, kWg, push);
+}
+
+void ldl_solve(Stream& stream, const LdlSolve& p) {
+  constexpr const char* kWhere = "tvk::kernels::ldl_solve";
+  const bool f64 = float_kind(kWhere, stream, p.kind);
+  check_size(kWhere, {p.batch, p.n, p.nrhs});
+  check_size(kWhere, {p.batch, p.n, p.n});
+  if (p.batch == 0 || p.n == 0 || p.nrhs == 0) return;
+  check_matrix_operand(kWhere, p.a, "LD", f64);
+  check_matrix_operand(kWhere, p.b, "B", f64);
+  check_int_operand(kWhere, p.pivots, "pivots", DType::Int32);
+  LinalgPush push;
+  push.a_addr = p.a.address;
+  push.b_addr = p.b.address;
+  push.piv_addr = p.pivots.address;
+  push.batch = static_cast<int32_t>(p.batch);
+  push.n = static_cast<int32_t>(p.n);
+  push.nrhs = static_cast<int32_t>(p.nrhs);
+  constexpr uint32_t kWg = 64;
+  launch(stream, kWhere, std::string("linalg.sytrs") + kind_suffix(f64), kWg, p.batch * p.nrhs,
+         kWg, push);
+}
+
 }  // namespace tvk::kernels

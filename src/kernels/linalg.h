@@ -71,4 +71,25 @@ struct PivotsToPermutation {
 };
 void pivots_to_permutation(Stream& stream, const PivotsToPermutation& problem);
 
+// LDL^T with Bunch-Kaufman pivoting (LAPACK sytf2, uplo = 'L'): reads the lower triangle of
+// each n x n matrix and replaces it with L (unit, strictly below the diagonal) and the 1x1 /
+// 2x2 diagonal blocks of D. pivots (int32, batch x n) in LAPACK's convention (k + 1 for a 1x1
+// block interchanged with row k, -(k + 1) on both rows of a 2x2 block); info (int32, batch):
+// the first zero diagonal block (1-based), else 0. One invocation per matrix.
+struct LdlFactor {
+  ComputeKind kind = ComputeKind::Float32;
+  int64_t batch = 0, n = 0;
+  Operand a, pivots, info;
+};
+void ldl_factor(Stream& stream, const LdlFactor& problem);
+
+// A X = B with A's LdlFactor result (a, pivots; B's batch), in place on B (n x nrhs): LAPACK
+// sytrs, uplo = 'L'. One invocation per column of B.
+struct LdlSolve {
+  ComputeKind kind = ComputeKind::Float32;
+  int64_t batch = 0, n = 0, nrhs = 0;
+  Operand a, pivots, b;
+};
+void ldl_solve(Stream& stream, const LdlSolve& problem);
+
 }  // namespace tvk::kernels

@@ -442,3 +442,52 @@ def test_more_gradients():
         return x.grad, y.grad
 
     check(grads, a, b, **TOL[dtype])
+
+
+# ---------------------------------------------------------------- LDL^T
+
+
+def symmetric(shape, dtype, seed=0):
+    a = rand(shape, torch.float64, seed)
+    a = a + a.mT
+    if a.numel() and a.size(-1) > 1:
+        a[..., 0, 0] = 1e-3  # a small first pivot: forces 2x2 blocks / interchanges
+    return a.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_ldl(dtype):
+    for shape in SQUARE_SHAPES + [(4, 9, 9), (3, 1, 1)]:
+        a = symmetric(shape, dtype)
+        for hermitian in (False, True):
+            check(lambda x: torch.linalg.ldl_factor_ex(x, hermitian=hermitian), a, **TOL[dtype])
+            check(lambda x: torch.linalg.ldl_factor(x, hermitian=hermitian), a, **TOL[dtype])
+        b = rand(shape[:-1] + (3,), dtype, seed=2)
+        check(lambda x, y: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(x), y), a, b,
+              **TOL[dtype])
+    a = symmetric((3, 6, 6), dtype)
+    for _, layout in layouts(a):
+        check(lambda x: torch.linalg.ldl_factor_ex(layout(x)), a, **TOL[dtype])
+        check(lambda x, y: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(x), layout(y)), a,
+              rand((3, 6, 2), dtype, seed=3), **TOL[dtype])
+    # broadcast B over LD's batch
+    check(lambda x, y: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(x), y), a[0],
+          rand((2, 6, 2), dtype, seed=4), **TOL[dtype])
+    # only the lower triangle is read; a zero column gives info
+    check(lambda x: torch.linalg.ldl_factor_ex(x.tril()), a, **TOL[dtype])
+    z = a.clone()
+    z[1, :, 2] = 0
+    z[1, 2, :] = 0
+    check(lambda x: torch.linalg.ldl_factor_ex(x), z, **TOL[dtype])
+    check(lambda x: torch.linalg.ldl_factor(x), z, **TOL[dtype])
+
+
+def test_ldl_errors():
+    check(lambda x: torch.linalg.ldl_factor_ex(x), torch.ones(2, 3))
+    check(lambda x: torch.linalg.ldl_factor_ex(x), torch.eye(3, dtype=torch.int64))
+    check(lambda x: torch.linalg.ldl_factor_ex(x), torch.eye(3, dtype=torch.float16))
+    ld, piv = torch.linalg.ldl_factor(symmetric((3, 3), torch.float32))
+    check(lambda x, p, y: torch.linalg.ldl_solve(x, p, y), ld, piv, torch.ones(4, 2))
+    check(lambda x, p, y: torch.linalg.ldl_solve(x, p, y), ld, piv.long(), torch.ones(3, 2))
+    check(lambda x, p, y: torch.linalg.ldl_solve(x, p, y), ld, piv, torch.ones(3, 2,
+                                                                              dtype=torch.float64))
