@@ -1,6 +1,6 @@
 // Native indexing ops: gather, scatter (src / value / reduce), scatter_add, scatter_reduce,
 // index_select, index.Tensor, _index_put_impl_, index_add, index_reduce, index_copy, index_fill_,
-// masked_fill_, masked_select, masked_scatter_, nonzero, take, put_ and
+// masked_fill_, masked_select, masked_scatter_, nonzero, nonzero_static, take, put_ and
 // embedding_dense_backward. Shape / dtype checks come from PyTorch's meta functions where
 // they exist, otherwise they repeat the CPU's checks and messages.
 //
@@ -796,6 +796,48 @@ at::Tensor nonzero(const at::Tensor& self) {
   return nonzero_out(self, out);
 }
 
+// nonzero_static: the first `size` nonzero coordinates, rows past the count filled with
+// fill_value, without reading the count back: the compaction writes into a [numel, ndim]
+// buffer pre-filled with fill_value (it holds every possible row), whose first `size` rows
+// are the result (padded with fill_value rows when size > numel).
+at::Tensor& nonzero_static_out(const at::Tensor& self, int64_t size, int64_t fill_value, at::Tensor& out) {
+  TORCH_CHECK(size >= 0, "nonzero_static: 'size' must be an non-negative integer");
+  TORCH_CHECK(out.scalar_type() == at::kLong, "nonzero_static: Expected out tensor to have scalar type Long but got scalar type",
+              out.scalar_type());
+  TORCH_CHECK(self.numel() < std::numeric_limits<int>::max(), "nonzero_static is not supported for tensors with more than INT_MAX elements");
+  TORCH_CHECK(self.dim() <= kernels::kMaxDims, "nonzero_static is not supported for tensor with more than ",
+              kernels::kMaxDims, " dimensions");
+  vk_dtype(self.scalar_type(), "nonzero_static");
+  const c10::DeviceGuard guard(self.device());
+  const int64_t ndim = self.dim();
+  at::native::resize_output(out, {size, ndim});
+  if (size == 0 || ndim == 0) return out;
+  const int64_t numel = self.numel();
+  at::Tensor rows = size >= numel ? out : at::empty({numel, ndim}, out.options());
+  if (!rows.is_contiguous()) rows = at::empty({size, ndim}, out.options());
+  rows.fill_(fill_value);
+  if (numel > 0) {
+    at::Tensor mask = at::empty(self.sizes(), self.options().dtype(at::kBool));
+    at::ne_out(mask, self, 0);
+    const at::Tensor prefix = mask_prefix(mask);
+    kernels::CompactProblem p;
+    p.mode = kernels::CompactMode::Nonzero;
+    set_compact_space(p, self.sizes(), "nonzero_static");
+    p.dst = operand(rows, "nonzero_static");
+    p.dst_strides[0] = rows.stride(0);
+    p.dst_strides[1] = rows.stride(1);
+    p.prefix = reinterpret_cast<uint64_t>(prefix.data_ptr());
+    run_compact(p, self.device());
+  }
+  if (!rows.is_same(out)) out.copy_(rows.narrow(0, 0, size));
+  return out;
+}
+
+at::Tensor nonzero_static(const at::Tensor& self, int64_t size, int64_t fill_value) {
+  at::Tensor out = at::empty({0}, self.options().dtype(at::kLong));
+  return nonzero_static_out(self, size, fill_value, out);
+}
+
 at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
   TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
   TORCH_CHECK(self.scalar_type() == out.scalar_type(), "masked_select(): self and result must have the same scalar type");
@@ -1010,6 +1052,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("masked_scatter_", TORCH_FN(masked_scatter_));
   m.impl("nonzero", TORCH_FN(nonzero));
   m.impl("nonzero.out", TORCH_FN(nonzero_out));
+  m.impl("nonzero_static", TORCH_FN(nonzero_static));
+  m.impl("nonzero_static.out", TORCH_FN(nonzero_static_out));
   m.impl("take", TORCH_FN(take));
   m.impl("take.out", TORCH_FN(take_out));
   m.impl("put_", TORCH_FN(put_));

@@ -4,7 +4,8 @@
 //   _logcumsumexp (functional and out=),
 //   searchsorted (Tensor / Scalar, functional and out=), bucketize (Tensor / Scalar, out=),
 //   isin (Tensor_Tensor / Tensor_Scalar / Scalar_Tensor, functional and out=),
-//   histc (functional and out=),
+//   histc (functional and out=), histogram (bins_tensor / bin_ct), _histogramdd_bin_edges,
+//   _histogramdd_from_bin_cts, _histogramdd_from_bin_tensors (composites of native ops),
 //   _unique / _unique2 / unique_consecutive / unique_dim / unique_dim_consecutive.
 // The scans run the scan kernel (src/kernels/scan.h) over a contiguous [outer, dim, inner]
 // view; the searches run one binary search per output element (src/kernels/search.h): isin
@@ -443,6 +444,193 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(const at::Tens
           return_counts ? g.counts : empty_long(self)};
 }
 
+
+// ---------------------------------------------------------------- histogram / histogramdd
+// The CPU's histogramdd family (aten/src/ATen/native/Histogram.cpp), composed of native ops:
+// each coordinate's bin is searchsorted(edges, x, right=True) - 1 (the CPU's BINARY_SEARCH;
+// its linear interpolation with local search gives the same bins for linspace edges), the
+// rightmost edge belongs to the last bin, NaN and values outside [edges[0], edges[-1]] count
+// nothing; the weights (or ones) are added with index_add_ into the flattened histogram
+// (exact counts; float16 / bfloat16 count in their own dtype, as the CPU does). Equal-width
+// edges come from a range read back from the device (aminmax, as the CPU and CUDA read it)
+// and the CPU's linspace of those two numbers (uploaded: bins + 1 values).
+
+void histogramdd_check(const at::Tensor& input, at::TensorList bins, const c10::optional<at::Tensor>& weight) {
+  TORCH_CHECK(input.dim() >= 2, "torch.histogramdd: input tensor should have at least 2 dimensions, but got ",
+              input.dim());
+  const int64_t n = input.size(-1);
+  TORCH_CHECK(static_cast<int64_t>(bins.size()) == n, "torch.histogramdd: expected ", n,
+              " sequences of bin edges for a ", n, "-dimensional histogram but got ", bins.size());
+  for (int64_t dim = 0; dim < n; ++dim) {
+    const at::Tensor& b = bins[dim];
+    TORCH_CHECK(input.dtype() == b.dtype(), "torch.histogramdd: input tensor and bins tensors should",
+                " have the same dtype, but got input with dtype ", input.dtype(), " and bins for dimension ", dim,
+                " with dtype ", b.dtype());
+    TORCH_CHECK(b.dim() == 1, "torch.histogramdd: bins tensor should have one dimension,", " but got ", b.dim(),
+                " dimensions in the bins tensor for dimension ", dim);
+    TORCH_CHECK(b.numel() > 0, "torch.histogramdd: bins tensor should have at least 1 element,", " but got ",
+                b.numel(), " elements in the bins tensor for dimension ", dim);
+  }
+  if (weight.has_value() && weight->defined()) {
+    TORCH_CHECK(input.dtype() == weight->dtype(), "torch.histogramdd: if weight tensor is provided,",
+                " input tensor and weight tensor should have the same dtype, but got input(", input.dtype(), ")",
+                ", and weight(", weight->dtype(), ")");
+    std::vector<int64_t> input_sizes = input.sizes().vec();
+    input_sizes.pop_back();
+    std::vector<int64_t> weight_sizes = weight->sizes().vec();
+    if (weight_sizes.empty()) weight_sizes = {1};
+    TORCH_CHECK(input_sizes == weight_sizes, "torch.histogramdd: if weight tensor is provided it should have",
+                " the same shape as the input tensor excluding its innermost dimension, but got input with shape ",
+                input.sizes(), " and weight with shape ", weight->sizes());
+  }
+}
+
+// The CPU's dispatch: the range inference ("histogramdd") takes float32 / float64, the
+// counting ("histogram_cpu") float16 / bfloat16 too.
+void check_histogram_dtype(const at::Tensor& input, const char* name, bool half_too) {
+  const at::ScalarType t = input.scalar_type();
+  const bool ok = t == at::kFloat || t == at::kDouble || (half_too && (t == at::kHalf || t == at::kBFloat16));
+  if (!ok) raise_not_implemented_for(name, t);
+  vk_dtype(t, name);
+}
+
+// Equal-width edges per dimension of `self` ([M, N] after flattening), as the CPU's
+// select_outer_bin_edges + linspace.
+std::vector<at::Tensor> histogramdd_edges(const at::Tensor& self, at::IntArrayRef bin_ct,
+                                          c10::optional<c10::ArrayRef<double>> range) {
+  TORCH_CHECK(self.dim() >= 2, "torch.histogramdd: input tensor should have at least 2 dimensions");
+  const int64_t n = self.size(-1);
+  TORCH_CHECK(static_cast<int64_t>(bin_ct.size()) == n,
+              "histogramdd: The size of bins must be equal to the innermost dimension of the input.");
+  const at::Tensor flat = self.reshape({-1, n});
+  std::vector<double> left(n, 0.0), right(n, 1.0);
+  if (range.has_value()) {
+    TORCH_CHECK(static_cast<int64_t>(range->size()) == 2 * n, "torch.histogramdd: for a ", n,
+                "-dimensional histogram", " range should have ", 2 * n, " elements, but got ", range->size());
+    for (int64_t d = 0; d < n; ++d) {
+      left[d] = (*range)[2 * d];
+      right[d] = (*range)[2 * d + 1];
+    }
+  } else if (flat.numel() > 0) {
+    check_histogram_dtype(self, "histogramdd", false);
+    auto [lo, hi] = at::aminmax(flat, 0);
+    const at::Tensor both = at::stack({lo, hi}).to(at::kDouble).cpu();  // one host read
+    for (int64_t d = 0; d < n; ++d) {
+      left[d] = both[0][d].item<double>();
+      right[d] = both[1][d].item<double>();
+    }
+  }
+  std::vector<at::Tensor> edges;
+  for (int64_t d = 0; d < n; ++d) {
+    TORCH_CHECK(std::isfinite(left[d]) && std::isfinite(right[d]), "torch.histogramdd: dimension ", d,
+                "'s range [", left[d], ", ", right[d], "] is not finite");
+    TORCH_CHECK(left[d] <= right[d], "torch.histogramdd: min should not exceed max, but got", " min ", left[d],
+                " max ", right[d], " for dimension ", d);
+    if (left[d] == right[d]) {
+      left[d] -= 0.5;
+      right[d] += 0.5;
+    }
+    TORCH_CHECK(bin_ct[d] > 0, "torch.histogram(): bins must be > 0, but got ", bin_ct[d], " for dimension ", d);
+    // The edges are a function of two host numbers: the CPU's linspace makes them bit for bit
+    // the CPU's (exact counts depend on them; the device linspace can differ by an ulp in
+    // float64), then bins + 1 values are uploaded.
+    edges.push_back(at::linspace(left[d], right[d], bin_ct[d] + 1, self.options().device(at::kCPU))
+                        .to(self.device()));
+  }
+  return edges;
+}
+
+// The histogram of `self` ([..., N]) over the given edges (checked by histogramdd_check).
+at::Tensor histogramdd_from_edges(const at::Tensor& self, at::TensorList edges, const c10::optional<at::Tensor>& weight,
+                                  bool density) {
+  const int64_t n = self.size(-1);
+  std::vector<int64_t> shape;
+  int64_t cells = 1;
+  for (const at::Tensor& e : edges) {
+    TORCH_CHECK(e.numel() - 1 > 0, "torch.histogram(): bins must be > 0, but got ", e.numel() - 1,
+                " for dimension ", shape.size());
+    shape.push_back(e.numel() - 1);
+    cells *= e.numel() - 1;
+  }
+  check_histogram_dtype(self, "histogram_cpu", true);
+  const c10::DeviceGuard guard(self.device());
+  const at::Tensor flat = self.reshape({-1, n});
+  const int64_t m = flat.size(0);
+  at::Tensor hist = at::zeros({cells}, self.options());
+  if (m > 0) {
+    at::Tensor cell = at::zeros({m}, flat.options().dtype(at::kLong));
+    at::Tensor valid = at::ones({m}, flat.options().dtype(at::kBool));
+    int64_t stride = 1;
+    for (int64_t d = n - 1; d >= 0; --d) {
+      const at::Tensor e = edges[d].contiguous();
+      const int64_t bins = e.numel() - 1;
+      const at::Tensor x = flat.select(1, d).contiguous();
+      const at::Tensor pos = (at::searchsorted(e, x, /*out_int32=*/false, /*right=*/true) - 1).clamp(0, bins - 1);
+      valid = valid.logical_and(x.ge(e.select(0, 0))).logical_and(x.le(e.select(0, bins)));
+      cell.add_(pos, stride);
+      stride *= bins;
+    }
+    at::Tensor w = weight.has_value() && weight->defined() ? weight->reshape({-1}).to(self.scalar_type())
+                                                           : at::ones({m}, self.options());
+    w = at::where(valid, w, at::zeros({}, w.options()));
+    hist.index_add_(0, cell, w);
+  }
+  hist = hist.reshape(shape);
+  if (density) {
+    hist.div_(hist.sum());
+    for (int64_t d = 0; d < n; ++d) {
+      std::vector<int64_t> view(n, 1);
+      view[d] = shape[d];
+      const at::Tensor e = edges[d];
+      hist.div_((e.narrow(0, 1, shape[d]) - e.narrow(0, 0, shape[d])).reshape(view));
+    }
+  }
+  return hist;
+}
+
+std::vector<at::Tensor> histogramdd_bin_edges(const at::Tensor& self, at::IntArrayRef bins,
+                                              c10::optional<c10::ArrayRef<double>> range,
+                                              const c10::optional<at::Tensor>& /*weight*/, bool /*density*/) {
+  const c10::DeviceGuard guard(self.device());
+  return histogramdd_edges(self, bins, range);
+}
+
+at::Tensor histogramdd_from_bin_cts(const at::Tensor& self, at::IntArrayRef bins, c10::optional<c10::ArrayRef<double>> range,
+                                    const c10::optional<at::Tensor>& weight, bool density) {
+  const c10::DeviceGuard guard(self.device());
+  const std::vector<at::Tensor> edges = histogramdd_edges(self, bins, range);
+  histogramdd_check(self, edges, weight);
+  return histogramdd_from_edges(self, edges, weight, density);
+}
+
+at::Tensor histogramdd_from_bin_tensors(const at::Tensor& self, at::TensorList bins,
+                                        const c10::optional<at::Tensor>& weight, bool density) {
+  histogramdd_check(self, bins, weight);
+  return histogramdd_from_edges(self, bins, weight, density);
+}
+
+std::tuple<at::Tensor, at::Tensor> histogram_bins_tensor(const at::Tensor& self, const at::Tensor& bins,
+                                                         const c10::optional<at::Tensor>& weight, bool density) {
+  const at::Tensor flat = self.reshape({self.numel(), 1});
+  c10::optional<at::Tensor> flat_weight;
+  if (weight.has_value() && weight->defined()) flat_weight = weight->reshape({weight->numel()});
+  histogramdd_check(flat, {bins}, flat_weight);
+  const at::Tensor edges = bins.contiguous().clone();
+  return {histogramdd_from_edges(flat, {edges}, flat_weight, density), edges};
+}
+
+std::tuple<at::Tensor, at::Tensor> histogram_bin_ct(const at::Tensor& self, int64_t bin_ct,
+                                                    c10::optional<c10::ArrayRef<double>> range,
+                                                    const c10::optional<at::Tensor>& weight, bool density) {
+  const c10::DeviceGuard guard(self.device());
+  const at::Tensor flat = self.reshape({self.numel(), 1});
+  c10::optional<at::Tensor> flat_weight;
+  if (weight.has_value() && weight->defined()) flat_weight = weight->reshape({weight->numel()});
+  const std::vector<at::Tensor> edges = histogramdd_edges(flat, {bin_ct}, range);
+  histogramdd_check(flat, edges, flat_weight);
+  return {histogramdd_from_edges(flat, edges, flat_weight, density), edges[0]};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -465,6 +653,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("isin.Scalar_Tensor_out", TORCH_FN(isin_st_out));
   m.impl("histc", TORCH_FN(histc));
   m.impl("histc.out", TORCH_FN(histc_out));
+  m.impl("histogram.bins_tensor", TORCH_FN(histogram_bins_tensor));
+  m.impl("histogram.bin_ct", TORCH_FN(histogram_bin_ct));
+  m.impl("_histogramdd_bin_edges", TORCH_FN(histogramdd_bin_edges));
+  m.impl("_histogramdd_from_bin_cts", TORCH_FN(histogramdd_from_bin_cts));
+  m.impl("_histogramdd_from_bin_tensors", TORCH_FN(histogramdd_from_bin_tensors));
   m.impl("_unique", TORCH_FN(unique1));
   m.impl("_unique2", TORCH_FN(unique2));
   m.impl("unique_dim", TORCH_FN(unique_dim));
