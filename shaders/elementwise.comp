@@ -19,6 +19,15 @@
 //   Specialization constants: 0 = local_size_x; 1..4 = storage dtype of operand 0..3, or -1
 //   to read it from the push constants (one pipeline for every dtype combination).
 //   Grid: 1-D, any number of workgroups; a grid-stride loop covers numel.
+//
+// Tensor-list mode (ndim == -1, the multi-tensor _foreach ops): `geometry` points to an
+// ElementwiseList block of `count` flat tensors, each cut into chunks of `chunk` elements
+// (a multiple of the workgroup size); `numel` is the total number of chunks. A workgroup takes
+// chunks in a grid-stride loop, finds the chunk's entry by binary search over `first_chunk`,
+// and covers the chunk with consecutive invocations (coalesced). Per entry: the operands'
+// addresses and element strides (1: a dense tensor read as flat; 0: a scalar operand, e.g. a
+// per-tensor value of a scalar list) and, with `per_entry_s0`, its own s0 (a scalar list
+// feeding an op's scalar argument, e.g. addcdiv's value). numel < 2^31 per entry.
 #extension GL_GOOGLE_include_directive : require
 
 #ifndef KIND
@@ -68,6 +77,88 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer El
   int strides[4][8];
 };
 
+struct ElementwiseListEntry {
+  uint64_t addr[4];  // out, a, b, c
+  int stride0[4];    // element strides: 1 or 0
+  int numel;         // > 0
+  int first_chunk;   // index of the entry's first chunk; ascending over the entries
+  uint s0_lo;        // the entry's own s0 when the list has per_entry_s0: float bits (float32),
+  uint s0_hi;        // double or int64 bits (lo, hi) otherwise
+};  // 64 bytes, mirrored by ElementwiseListEntryBlock in src/kernels/elementwise.cpp
+
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer ElementwiseList {
+  int count;
+  int chunk;
+  int per_entry_s0;  // 1: each entry carries its own s0 (a scalar list's values)
+  int pad0;
+  ElementwiseListEntry entries[];
+};
+
+// out[o0] = OP(a[o1], b[o2], c[o3]) at the given addresses.
+void apply_op(uint64_t addr0, uint64_t addr1, uint64_t addr2, uint64_t addr3, int o0, int o1,
+              int o2, int o3, int dt0, int dt1, int dt2, int dt3, T s0, T s1) {
+#if ARITY >= 1
+  T a = LOAD_T(addr1, dt1, o1);
+#endif
+#if ARITY >= 2
+  T b = LOAD_T(addr2, dt2, o2);
+#endif
+#if ARITY >= 3
+  T c = LOAD_T(addr3, dt3, o3);
+#endif
+#if OP_BOOL
+  T r = (OP_EXPR) ? T(1) : T(0);
+#else
+  T r = (OP_EXPR);
+#endif
+  STORE_T(addr0, dt0, o0, r);
+}
+
+void run_list(int dt0, int dt1, int dt2, int dt3, T s0, T s1) {
+  ElementwiseList list = ElementwiseList(pc.geometry);
+  int count = list.count;
+  uint chunk = uint(list.chunk);
+  for (uint g = gl_WorkGroupID.x; g < uint(pc.numel); g += gl_NumWorkGroups.x) {
+    int lo = 0;
+    int hi = count - 1;
+    while (lo < hi) {  // the last entry with first_chunk <= g
+      int mid = (lo + hi + 1) >> 1;
+      if (uint(list.entries[mid].first_chunk) <= g) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    uint begin = (g - uint(list.entries[lo].first_chunk)) * chunk;
+    uint end = min(begin + chunk, uint(list.entries[lo].numel));
+    uint64_t addr0 = list.entries[lo].addr[0];
+    uint64_t addr1 = list.entries[lo].addr[1];
+    uint64_t addr2 = list.entries[lo].addr[2];
+    uint64_t addr3 = list.entries[lo].addr[3];
+    int st0 = list.entries[lo].stride0[0];
+    int st1 = list.entries[lo].stride0[1];
+    int st2 = list.entries[lo].stride0[2];
+    int st3 = list.entries[lo].stride0[3];
+    T es0 = s0;
+    if (list.per_entry_s0 != 0) {
+      uint bits_lo = list.entries[lo].s0_lo;
+      uint bits_hi = list.entries[lo].s0_hi;
+#if KIND == KIND_FLOAT32
+      es0 = uintBitsToFloat(bits_lo);
+#elif KIND == KIND_FLOAT64
+      es0 = packDouble2x32(uvec2(bits_lo, bits_hi));
+#else
+      es0 = T(int64_t(uint64_t(bits_lo) | (uint64_t(bits_hi) << 32)));
+#endif
+    }
+    for (uint i = begin + gl_LocalInvocationID.x; i < end; i += gl_WorkGroupSize.x) {
+      int ii = int(i);
+      apply_op(addr0, addr1, addr2, addr3, ii * st0, ii * st1, ii * st2, ii * st3, dt0, dt1,
+               dt2, dt3, es0, s1);
+    }
+  }
+}
+
 void main() {
   int dt0 = SPEC_DT0 >= 0 ? SPEC_DT0 : pc.dtype[0];
   int dt1 = SPEC_DT1 >= 0 ? SPEC_DT1 : pc.dtype[1];
@@ -84,6 +175,10 @@ void main() {
   T s1 = T(pc.si[1]);
 #endif
 
+  if (pc.ndim < 0) {
+    run_list(dt0, dt1, dt2, dt3, s0, s1);
+    return;
+  }
   uint n = uint(pc.numel);
   uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;  // < 2^32 - 2^31: i + step never wraps
   for (uint i = gl_GlobalInvocationID.x; i < n; i += step) {
@@ -118,20 +213,7 @@ void main() {
 #endif
       }
     }
-#if ARITY >= 1
-    T a = LOAD_T(pc.addr[1], dt1, o1);
-#endif
-#if ARITY >= 2
-    T b = LOAD_T(pc.addr[2], dt2, o2);
-#endif
-#if ARITY >= 3
-    T c = LOAD_T(pc.addr[3], dt3, o3);
-#endif
-#if OP_BOOL
-    T r = (OP_EXPR) ? T(1) : T(0);
-#else
-    T r = (OP_EXPR);
-#endif
-    STORE_T(pc.addr[0], dt0, o0, r);
+    apply_op(pc.addr[0], pc.addr[1], pc.addr[2], pc.addr[3], o0, o1, o2, o3, dt0, dt1, dt2, dt3,
+             s0, s1);
   }
 }

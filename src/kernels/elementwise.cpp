@@ -47,6 +47,27 @@ struct ElementwiseGeometryBlock {
 };
 static_assert(sizeof(ElementwiseGeometryBlock) == 160);
 
+// Mirrors `ElementwiseListEntry` / `ElementwiseList` in shaders/elementwise.comp.
+struct ElementwiseListEntryBlock {
+  uint64_t addr[kMaxOperands];
+  int32_t stride0[kMaxOperands];
+  int32_t numel;
+  int32_t first_chunk;
+  uint32_t s0_bits[2];
+};
+static_assert(sizeof(ElementwiseListEntryBlock) == 64);
+struct ElementwiseListHeader {
+  int32_t count;
+  int32_t chunk;
+  int32_t per_entry_s0;
+  int32_t pad;
+};
+static_assert(sizeof(ElementwiseListHeader) == 16);
+// Entries per dispatch: bounds the parameter block (16 + 64 * 256 bytes).
+constexpr int kMaxListEntries = 256;
+// A chunk of a list entry is this many workgroup-widths of consecutive elements.
+constexpr uint32_t kListChunkRows = 4;
+
 constexpr const char* kWhere = "tvk::kernels::elementwise";
 
 // Shader binaries per (op index in elementwise_ops(), kind), resolved once.
@@ -63,11 +84,9 @@ const ShaderBinary* shader_for(const ElementwiseOpInfo& op, ComputeKind kind) {
   return table[&op - elementwise_ops().data()][static_cast<int>(kind)];
 }
 
-}  // namespace
-
-void elementwise(Stream& stream, std::string_view op_name, ComputeKind kind, int64_t numel,
-                 const Geometry& geometry, const Operand* operands, int num_operands,
-                 const Scalars& scalars) {
+// The op of `op_name`, checked against `kind`, the operand count and dtypes.
+const ElementwiseOpInfo& checked_op(Stream& stream, std::string_view op_name, ComputeKind kind,
+                                   const DType* dtypes, int num_operands) {
   const ElementwiseOpInfo* op = find_elementwise_op(op_name);
   if (!op) invalid(kWhere, "unknown element-wise op '" + std::string(op_name) + "'");
   int k = static_cast<int>(kind);
@@ -78,15 +97,56 @@ void elementwise(Stream& stream, std::string_view op_name, ComputeKind kind, int
   if (num_operands != op->arity + 1)
     invalid(kWhere, "op '" + std::string(op->name) + "' takes " + std::to_string(op->arity + 1) +
                         " operands (output first), got " + std::to_string(num_operands));
-  if (!operands) invalid(kWhere, "operands is null");
   const DeviceCapabilities& caps = stream.device().caps();
   if (kind == ComputeKind::Float64 && !caps.float64)
     throw std::invalid_argument("float64 is not supported on this device (no shaderFloat64)");
   for (int i = 0; i < num_operands; ++i) {
-    check_dtype(kWhere, operands[i].dtype, "operand");
-    if (operands[i].dtype == DType::Float64 && kind != ComputeKind::Float64)
+    check_dtype(kWhere, dtypes[i], "operand");
+    if (dtypes[i] == DType::Float64 && kind != ComputeKind::Float64)
       invalid(kWhere, "a float64 operand needs the float64 compute kind");
   }
+  return *op;
+}
+
+// Push constants common to both modes: dtypes and scalars.
+ElementwisePush base_push(const DType* dtypes, int num_operands, const Scalars& scalars) {
+  ElementwisePush push{};
+  for (int i = 0; i < num_operands; ++i) push.dtype[i] = static_cast<int32_t>(dtypes[i]);
+  for (int j = 0; j < 2; ++j) {
+    push.si[j] = scalars.i[j];
+    std::memcpy(&push.sd_bits[j], &scalars.f[j], sizeof(double));
+    push.sf[j] = static_cast<float>(scalars.f[j]);
+  }
+  return push;
+}
+
+// The pipeline of `op` for `kind`, specialized for the push constants' dtypes.
+VkPipeline pipeline_for(Stream& stream, const ElementwiseOpInfo& op, ComputeKind kind,
+                        const ElementwisePush& push, int num_operands) {
+  const ShaderBinary* shader = shader_for(op, kind);
+  if (!shader)
+    invalid(kWhere, "no shader variant for op '" + std::string(op.name) + "' kind " +
+                        compute_kind_name(kind) + " (stale build?)");
+  std::vector<uint32_t> spec;
+  if (tuning().specialize_dtypes) {
+    // Unused operand slots are 0 so that they do not multiply pipelines.
+    spec.assign(4, 0u);
+    for (int i = 0; i < num_operands; ++i) spec[i] = static_cast<uint32_t>(push.dtype[i]);
+  }
+  return stream.device().pipelines().get(*shader, tuning().elementwise_workgroup, spec);
+}
+
+}  // namespace
+
+void elementwise(Stream& stream, std::string_view op_name, ComputeKind kind, int64_t numel,
+                 const Geometry& geometry, const Operand* operands, int num_operands,
+                 const Scalars& scalars) {
+  if (!operands) invalid(kWhere, "operands is null");
+  if (num_operands < 1 || num_operands > kMaxOperands)
+    invalid(kWhere, "bad operand count " + std::to_string(num_operands));
+  DType dtypes[kMaxOperands];
+  for (int i = 0; i < num_operands; ++i) dtypes[i] = operands[i].dtype;
+  const ElementwiseOpInfo& op = checked_op(stream, op_name, kind, dtypes, num_operands);
 
   Dims dims = coalesce(kWhere, geometry, num_operands, numel);
   if (numel == 0) return;
@@ -99,21 +159,8 @@ void elementwise(Stream& stream, std::string_view op_name, ComputeKind kind, int
     check_offsets(kWhere, dims, i, i == 0 ? "output" : "input");
   }
 
-  const ShaderBinary* shader = shader_for(*op, kind);
-  if (!shader)
-    invalid(kWhere, "no shader variant for op '" + std::string(op->name) + "' kind " +
-                        compute_kind_name(kind) + " (stale build?)");
-
-  ElementwisePush push{};
-  for (int i = 0; i < num_operands; ++i) {
-    push.addr[i] = operands[i].address;
-    push.dtype[i] = static_cast<int32_t>(operands[i].dtype);
-  }
-  for (int j = 0; j < 2; ++j) {
-    push.si[j] = scalars.i[j];
-    std::memcpy(&push.sd_bits[j], &scalars.f[j], sizeof(double));
-    push.sf[j] = static_cast<float>(scalars.f[j]);
-  }
+  ElementwisePush push = base_push(dtypes, num_operands, scalars);
+  for (int i = 0; i < num_operands; ++i) push.addr[i] = operands[i].address;
   push.numel = static_cast<int32_t>(numel);
   push.ndim = dims.ndim;
   if (dims.ndim == 1) {
@@ -128,15 +175,87 @@ void elementwise(Stream& stream, std::string_view op_name, ComputeKind kind, int
     push.geometry = stream.upload_params(&block, sizeof(block));
   }
 
-  std::vector<uint32_t> spec;
-  if (tuning().specialize_dtypes) {
-    // Unused operand slots are 0 so that they do not multiply pipelines.
-    spec.assign(4, 0u);
-    for (int i = 0; i < num_operands; ++i) spec[i] = static_cast<uint32_t>(push.dtype[i]);
-  }
-  uint32_t wg = tuning().elementwise_workgroup;
-  VkPipeline pipeline = stream.device().pipelines().get(*shader, wg, spec);
+  VkPipeline pipeline = pipeline_for(stream, op, kind, push, num_operands);
+  const uint32_t wg = tuning().elementwise_workgroup;
   stream.dispatch(pipeline, group_count(stream, numel, wg), 1, 1, &push, sizeof(push));
+}
+
+void elementwise_list(Stream& stream, std::string_view op_name, ComputeKind kind,
+                      const ElementwiseListEntry* entries, int num_entries, const DType* dtypes,
+                      int num_operands, const Scalars& scalars, bool per_entry_s0) {
+  if (num_entries < 0 || (num_entries > 0 && !entries)) invalid(kWhere, "bad entry list");
+  if (!dtypes) invalid(kWhere, "dtypes is null");
+  if (num_operands < 1 || num_operands > kMaxOperands)
+    invalid(kWhere, "bad operand count " + std::to_string(num_operands));
+  const ElementwiseOpInfo& op = checked_op(stream, op_name, kind, dtypes, num_operands);
+  for (int e = 0; e < num_entries; ++e) {
+    if (entries[e].numel < 0 || entries[e].numel > kMaxIndex)
+      invalid(kWhere, "entry " + std::to_string(e) + ": numel " +
+                          std::to_string(entries[e].numel) + " outside [0, 2^31)");
+    if (entries[e].numel == 0) continue;
+    for (int i = 0; i < num_operands; ++i) {
+      const int32_t stride = entries[e].stride[i];
+      if (stride != 0 && stride != 1)
+        invalid(kWhere, "entry " + std::to_string(e) + ": stride must be 0 or 1");
+      if (i == 0 && stride != 1) invalid(kWhere, "the output of an entry must have stride 1");
+      if (entries[e].address[i] == 0 || entries[e].address[i] % dtype_size(dtypes[i]) != 0)
+        invalid(kWhere, "entry " + std::to_string(e) + ": operand " + std::to_string(i) +
+                            " has a null or misaligned address");
+    }
+  }
+  ElementwisePush push = base_push(dtypes, num_operands, scalars);
+  push.ndim = -1;
+  VkPipeline pipeline = pipeline_for(stream, op, kind, push, num_operands);
+  const uint32_t wg = tuning().elementwise_workgroup;
+  const int64_t chunk = static_cast<int64_t>(wg) * kListChunkRows;
+
+  std::vector<uint8_t> block;
+  int e = 0;
+  while (e < num_entries) {
+    // One dispatch: up to kMaxListEntries non-empty entries, fewer than 2^31 chunks.
+    block.assign(sizeof(ElementwiseListHeader), 0);
+    int count = 0;
+    int64_t chunks = 0;
+    for (; e < num_entries && count < kMaxListEntries; ++e) {
+      const ElementwiseListEntry& in = entries[e];
+      if (in.numel == 0) continue;
+      const int64_t entry_chunks = (in.numel + chunk - 1) / chunk;
+      if (chunks + entry_chunks > kMaxIndex) break;
+      ElementwiseListEntryBlock out{};
+      for (int i = 0; i < num_operands; ++i) {
+        out.addr[i] = in.address[i];
+        out.stride0[i] = in.stride[i];
+      }
+      out.numel = static_cast<int32_t>(in.numel);
+      out.first_chunk = static_cast<int32_t>(chunks);
+      if (per_entry_s0) {
+        uint64_t bits = 0;
+        if (kind == ComputeKind::Float32) {
+          const float f = static_cast<float>(in.s0.f[0]);
+          uint32_t bits32 = 0;
+          std::memcpy(&bits32, &f, sizeof f);
+          bits = bits32;
+        } else if (kind == ComputeKind::Float64) {
+          std::memcpy(&bits, &in.s0.f[0], sizeof bits);
+        } else {
+          bits = static_cast<uint64_t>(in.s0.i[0]);
+        }
+        out.s0_bits[0] = static_cast<uint32_t>(bits);
+        out.s0_bits[1] = static_cast<uint32_t>(bits >> 32);
+      }
+      const auto* bytes = reinterpret_cast<const uint8_t*>(&out);
+      block.insert(block.end(), bytes, bytes + sizeof(out));
+      chunks += entry_chunks;
+      ++count;
+    }
+    if (count == 0) continue;
+    const ElementwiseListHeader header{count, static_cast<int32_t>(chunk), per_entry_s0 ? 1 : 0,
+                                       0};
+    std::memcpy(block.data(), &header, sizeof(header));
+    push.geometry = stream.upload_params(block.data(), block.size());
+    push.numel = static_cast<int32_t>(chunks);
+    stream.dispatch(pipeline, group_count(stream, chunks * wg, wg), 1, 1, &push, sizeof(push));
+  }
 }
 
 }  // namespace tvk::kernels

@@ -97,6 +97,25 @@ void elementwise(Stream& stream, std::string_view op, ComputeKind kind, int64_t 
                  const Geometry& geometry, const Operand* operands, int num_operands,
                  const Scalars& scalars = {});
 
+// One entry of elementwise_list: a flat tensor of `numel` elements per operand slot (output
+// first), or a scalar operand (stride 0: every element reads element 0).
+struct ElementwiseListEntry {
+  uint64_t address[kMaxOperands] = {};
+  int32_t stride[kMaxOperands] = {};  // 1 (dense, read as flat) or 0 (a scalar operand)
+  int64_t numel = 0;
+  Scalars s0;  // the entry's own s0 (f[0] / i[0]) when elementwise_list gets per_entry_s0
+};
+
+// Records out = op(inputs...) for every entry in as few dispatches as the parameter block
+// allows (the multi-tensor _foreach ops). `dtypes` are the operands' dtypes, shared by all
+// entries; `scalars` are the op's s0 / s1, or with `per_entry_s0` each entry's s0 replaces s0.
+// Entries with numel 0 are skipped. Throws std::invalid_argument like elementwise,
+// and for a stride other than 0 / 1 or an entry with numel >= 2^31.
+void elementwise_list(Stream& stream, std::string_view op, ComputeKind kind,
+                      const ElementwiseListEntry* entries, int num_entries, const DType* dtypes,
+                      int num_operands, const Scalars& scalars = {},
+                      bool per_entry_s0 = false);
+
 // ---- reductions ----
 enum class ReduceOp : int32_t { Sum = 0, Prod = 1, Max = 2, Min = 3 };
 
