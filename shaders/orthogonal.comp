@@ -21,12 +21,12 @@
 // < 2^31 (checked by the launcher).
 //   OP 0: in (batch, n, n) read from the lower (flags bit 1 clear) or upper triangle only;
 //         vals (batch, n) ascending; vec1 (batch, n, n) eigenvectors as columns (flags bit 0).
-//         work per matrix: A n*n | V n*n | rotations 2*pairs | ranks n.
+//         work per matrix: A n*n | V n*n | rotations 2*pairs | ranks n | converged, abs_tol.
 //   OP 1: in (batch, m, n) with m >= n (the launcher passes A^T for wide matrices);
 //         vals (batch, n) descending; vec1 = U (batch, m, full ? m : n), vec2 = V (batch, n, n),
 //         A = U diag(vals) V^T (flags bit 0: vectors, bit 1: full U).
 //         work per matrix: W n*m (columns contiguous) | V n*n | rotations 2*pairs | sigma n |
-//         ranks n | scratch m.
+//         ranks n | scratch m | converged.
 //   OP 2: vec1 = A (batch, m, n), factored in place (R on and above the diagonal, the
 //         reflectors' tails below); vals = tau (batch, min(m, n)).
 //   OP 3: in = reflectors (batch, len, k) as geqrf leaves them, vals = tau (batch, k),
@@ -88,12 +88,25 @@ layout(push_constant) uniform Push {
   int work_stride;     // 104 elements of work per matrix
 } pc;                  // 108 bytes
 
+// OP 0 / 1 run as three kinds of dispatch (flags bits 3-5), recorded by the launcher as
+// init, `sweeps` x sweep, finish: each sweep dispatch runs up to max_sweeps (1) sweeps and
+// returns at once when an earlier one converged. (One dispatch looping over all sweeps, a few
+// thousand workgroup barriers, came back with most invocations' writes missing on lavapipe;
+// a dispatch per sweep keeps each dispatch's barrier count at ~3n.)
+#define PHASE_MASK 56
+#define PHASE_INIT 8
+#define PHASE_SWEEP 16
+#define PHASE_FINISH 32
+
 const uint WG = gl_WorkGroupSize.x;
 shared T red_v[gl_WorkGroupSize.x];
 shared int red_i[gl_WorkGroupSize.x];
 shared int s_rotated;
 
-// Buffer writes of one step are read by other invocations of the workgroup in the next.
+// Buffer and shared writes of one step are read by other invocations of the workgroup in the
+// next. Every workgroup barrier of this file goes through here: the memory barriers also keep
+// the compiler from moving a shared load (e.g. the sweep's `rotated` flag) past the barrier,
+// after which another invocation may already have overwritten it (a divergent exit).
 void sync() {
   memoryBarrierBuffer();
   memoryBarrierShared();
@@ -109,10 +122,10 @@ T wg_sum(T x) {
   sync();
   for (uint h = WG / 2u; h > 0u; h >>= 1) {
     if (l < h) red_v[l] += red_v[l + h];
-    barrier();
+    sync();
   }
   T r = red_v[0];
-  barrier();
+  sync();
   return r;
 }
 
@@ -122,10 +135,10 @@ T wg_max(T x) {
   sync();
   for (uint h = WG / 2u; h > 0u; h >>= 1) {
     if (l < h) red_v[l] = max_nan(red_v[l], red_v[l + h]);
-    barrier();
+    sync();
   }
   T r = red_v[0];
-  barrier();
+  sync();
   return r;
 }
 
@@ -143,11 +156,11 @@ void wg_argmax(inout T x, inout int i) {
         red_i[l] = ib;
       }
     }
-    barrier();
+    sync();
   }
   x = red_v[0];
   i = red_i[0];
-  barrier();
+  sync();
 }
 
 // Pair k of step r of a round-robin over nn (even) players: player 0 stays, the others rotate.
@@ -167,13 +180,16 @@ ivec2 pair_of(int k, int r, int nn) {
 
 // Jacobi rotation (c, s) that diagonalizes [[app, apq], [apq, aqq]] with
 // J = [[c, s], [-s, c]] (Rutishauser's formulas: the smaller angle, |t| <= 1).
-void rotation(T app, T aqq, T apq, out T c, out T s) {
-  T tau = (aqq - app) / (T(2) * apq);
+// The rotation as (c, s); (1, 0) unless `apply`. Branch-free on purpose: every invocation
+// evaluates the same code and the result is selected.
+void rotation(T app, T aqq, T apq, bool apply, out T c, out T s) {
+  T tau = (aqq - app) / (T(2) * (apply ? apq : T(1)));
   T at = abs(tau);
   T t = at > T_BIG ? T(0.5) / at : T(1) / (at + sqrt(T(1) + tau * tau));
-  if (tau < T(0)) t = -t;
-  c = T(1) / sqrt(T(1) + t * t);
-  s = t * c;
+  t = tau < T(0) ? -t : t;
+  T cc = T(1) / sqrt(T(1) + t * t);
+  c = apply ? cc : T(1);
+  s = apply ? t * cc : T(0);
 }
 
 // Ascending with NaN last (eigenvalues), descending with NaN first (singular values); equal
@@ -204,8 +220,11 @@ void eigh_matrix(int b) {
   const int V0 = A0 + n * n;           // V(i, j) = W[V0 + i * n + j]
   const int R0 = V0 + n * n;           // rotation k: (c, s) at R0 + 2k
   const int K0 = R0 + 2 * np;          // rank of eigenvalue i
+  const int F0 = K0 + n;               // [F0]: 1 once a sweep rotated nothing; [F0 + 1]: abs_tol
   const int in0 = b * pc.in_sb;
+  const int phase = pc.flags & PHASE_MASK;
 
+  if (phase == PHASE_INIT) {
   T amax = T(0);
   for (int idx = lid; idx < n * n; idx += int(WG)) {
     int i = idx / n, j = idx % n;
@@ -218,9 +237,19 @@ void eigh_matrix(int b) {
   amax = wg_max(amax);
   // Off-diagonal entries below eps * max|a| are dropped (eigenvalue error <= n eps ||A||, as
   // LAPACK's normwise bound); above it, the relative test keeps small eigenvalues accurate.
-  const T abs_tol = T_EPS * amax;
+  if (lid == 0) {
+    W.v[F0] = T(0);
+    W.v[F0 + 1] = T_EPS * amax;
+  }
+  return;
+  }
 
-  for (int sweep = 0; sweep < pc.max_sweeps; ++sweep) {
+  if (phase == PHASE_SWEEP) {
+  // Uniform: every invocation reads the flag the previous dispatch left.
+  if (W.v[F0] != T(0)) return;
+  const T abs_tol = W.v[F0 + 1];
+  bool rotated = true;
+  for (int sweep = 0; sweep < pc.max_sweeps && rotated; ++sweep) {
     if (lid == 0) s_rotated = 0;
     sync();
     for (int r = 0; r < nn - 1; ++r) {
@@ -232,10 +261,9 @@ void eigh_matrix(int b) {
           T aqq = W.v[A0 + pq.y * n + pq.y];
           T apq = W.v[A0 + pq.x * n + pq.y];
           T tol = max(T_EPS * sqrt(abs(app)) * sqrt(abs(aqq)), abs_tol);
-          if (!(abs(apq) <= tol)) {
-            rotation(app, aqq, apq, c, s);
-            s_rotated = 1;
-          }
+          const bool apply = !(abs(apq) <= tol);
+          rotation(app, aqq, apq, apply, c, s);
+          if (apply) s_rotated = 1;
         }
         W.v[R0 + 2 * k] = c;
         W.v[R0 + 2 * k + 1] = s;
@@ -245,7 +273,7 @@ void eigh_matrix(int b) {
       for (int idx = lid; idx < np * n; idx += int(WG)) {
         int k = idx / n, i = idx % n;
         T s = W.v[R0 + 2 * k + 1];
-        if (s == T(0)) continue;
+        if (s == T(0)) continue;  // identity, and the ghost pair (q == n) of an odd n
         T c = W.v[R0 + 2 * k];
         ivec2 pq = pair_of(k, r, nn);
         int ip = A0 + i * n + pq.x, iq = A0 + i * n + pq.y;
@@ -266,7 +294,7 @@ void eigh_matrix(int b) {
       for (int idx = lid; idx < np * n; idx += int(WG)) {
         int k = idx / n, j = idx % n;
         T s = W.v[R0 + 2 * k + 1];
-        if (s == T(0)) continue;
+        if (s == T(0)) continue;  // identity, and the ghost pair (q == n) of an odd n
         T c = W.v[R0 + 2 * k];
         ivec2 pq = pair_of(k, r, nn);
         int pj = A0 + pq.x * n + j, qj = A0 + pq.y * n + j;
@@ -276,12 +304,14 @@ void eigh_matrix(int b) {
       }
       sync();
     }
-    bool done = s_rotated == 0;
-    barrier();
-    if (done) break;
+    rotated = s_rotated != 0;
+    sync();
+  }
+  if (lid == 0 && !rotated) W.v[F0] = T(1);
+  return;
   }
 
-  // Eigenvalues ascending (a stable rank sort), eigenvector columns follow.
+  // PHASE_FINISH. Eigenvalues ascending (a stable rank sort), eigenvector columns follow.
   for (int i = lid; i < n; i += int(WG)) {
     T di = W.v[A0 + i * n + i];
     int rank = 0;
@@ -318,16 +348,25 @@ void svd_matrix(int b) {
   const int S0 = R0 + 2 * np;          // norm of column j
   const int K0 = S0 + n;               // rank of column j
   const int H0 = K0 + n;               // scratch, m elements
+  const int F0 = H0 + m;               // 1 once a sweep rotated nothing
   const int in0 = b * pc.in_sb;
+  const int phase = pc.flags & PHASE_MASK;
 
-  for (int idx = lid; idx < n * m; idx += int(WG)) {
-    int j = idx / m, i = idx % m;
-    W.v[W0 + idx] = IN.v[in0 + i * pc.in_rs + j * pc.in_cs];
+  if (phase == PHASE_INIT) {
+    for (int idx = lid; idx < n * m; idx += int(WG)) {
+      int j = idx / m, i = idx % m;
+      W.v[W0 + idx] = IN.v[in0 + i * pc.in_rs + j * pc.in_cs];
+    }
+    if (vec)
+      for (int idx = lid; idx < n * n; idx += int(WG)) W.v[V0 + idx] = (idx / n == idx % n) ? T(1) : T(0);
+    if (lid == 0) W.v[F0] = T(0);
+    return;
   }
-  if (vec)
-    for (int idx = lid; idx < n * n; idx += int(WG)) W.v[V0 + idx] = (idx / n == idx % n) ? T(1) : T(0);
 
-  for (int sweep = 0; sweep < pc.max_sweeps; ++sweep) {
+  if (phase == PHASE_SWEEP) {
+  if (W.v[F0] != T(0)) return;  // uniform, see eigh
+  bool rotated = true;
+  for (int sweep = 0; sweep < pc.max_sweeps && rotated; ++sweep) {
     if (lid == 0) s_rotated = 0;
     sync();
     for (int r = 0; r < nn - 1; ++r) {
@@ -348,10 +387,9 @@ void svd_matrix(int b) {
           // Columns orthogonal to working precision (relative test: small singular values
           // keep their accuracy) are left alone.
           T tol = max(T_EPS * sqrt(alpha) * sqrt(beta), T_TINY);
-          if (!(abs(gamma) <= tol)) {
-            rotation(alpha, beta, gamma, c, s);
-            s_rotated = 1;
-          }
+          const bool apply = !(abs(gamma) <= tol);
+          rotation(alpha, beta, gamma, apply, c, s);
+          if (apply) s_rotated = 1;
         }
         W.v[R0 + 2 * k] = c;
         W.v[R0 + 2 * k + 1] = s;
@@ -361,7 +399,7 @@ void svd_matrix(int b) {
       for (int idx = lid; idx < np * m; idx += int(WG)) {
         int k = idx / m, i = idx % m;
         T s = W.v[R0 + 2 * k + 1];
-        if (s == T(0)) continue;
+        if (s == T(0)) continue;  // identity, and the ghost pair (q == n) of an odd n
         T c = W.v[R0 + 2 * k];
         ivec2 pq = pair_of(k, r, nn);
         int ip = W0 + pq.x * m + i, iq = W0 + pq.y * m + i;
@@ -383,12 +421,14 @@ void svd_matrix(int b) {
         }
       sync();
     }
-    bool done = s_rotated == 0;
-    barrier();
-    if (done) break;
+    rotated = s_rotated != 0;
+    sync();
+  }
+  if (lid == 0 && !rotated) W.v[F0] = T(1);
+  return;
   }
 
-  // Singular values = column norms, sorted descending.
+  // PHASE_FINISH. Singular values = column norms, sorted descending.
   for (int j = lid; j < n; j += int(WG)) {
     T acc = T(0);
     for (int i = 0; i < m; ++i) {

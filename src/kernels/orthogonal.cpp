@@ -38,7 +38,9 @@ static_assert(sizeof(OrthogonalPush) == 112);
 constexpr const char* kWhere = "tvk::kernels::orthogonal";
 // Jacobi sweeps converge quadratically (typically 5-10 for float32, 6-12 for float64); the
 // cap only ends inputs that cannot converge (NaN / Inf).
-constexpr int kDefaultSweeps = 60;
+constexpr int kDefaultSweeps = 40;
+// Phases of OP 0 / 1 (flags bits 3-5 in shaders/orthogonal.comp).
+constexpr int32_t kPhaseInit = 8, kPhaseSweep = 16, kPhaseFinish = 32;
 
 int32_t narrow(int64_t v, const char* what) {
   if (v < 0 || v > kMaxIndex) invalid(kWhere, std::string(what) + " out of the 32-bit index range");
@@ -105,6 +107,19 @@ void launch(Stream& stream, const Prepared& p, const char* op, int64_t items) {
   stream.dispatch(pipeline, groups, 1, 1, &p.push, sizeof(p.push));
 }
 
+// Jacobi: init, one dispatch per sweep (a converged matrix returns at once), finish.
+void launch_jacobi(Stream& stream, Prepared p, const char* op, int64_t items) {
+  const int sweeps = p.push.max_sweeps;
+  const int32_t flags = p.push.flags;
+  p.push.max_sweeps = 1;
+  p.push.flags = flags | kPhaseInit;
+  launch(stream, p, op, items);
+  p.push.flags = flags | kPhaseSweep;
+  for (int i = 0; i < sweeps; ++i) launch(stream, p, op, items);
+  p.push.flags = flags | kPhaseFinish;
+  launch(stream, p, op, items);
+}
+
 int64_t checked_work(int64_t per_matrix, int64_t batch) {
   int64_t total = 0;
   if (__builtin_mul_overflow(per_matrix, batch, &total) || total > kMaxIndex)
@@ -114,10 +129,10 @@ int64_t checked_work(int64_t per_matrix, int64_t batch) {
 
 }  // namespace
 
-int64_t symmetric_eigen_work(int64_t n) { return 2 * n * n + 2 * ((n + 1) / 2) + n; }
+int64_t symmetric_eigen_work(int64_t n) { return 2 * n * n + 2 * ((n + 1) / 2) + n + 2; }
 
 int64_t singular_value_work(int64_t rows, int64_t cols) {
-  return cols * rows + cols * cols + 2 * ((cols + 1) / 2) + 2 * cols + rows;
+  return cols * rows + cols * cols + 2 * ((cols + 1) / 2) + 2 * cols + rows + 1;
 }
 
 void symmetric_eigen(Stream& stream, const SymmetricEigen& e) {
@@ -143,7 +158,7 @@ void symmetric_eigen(Stream& stream, const SymmetricEigen& e) {
   push.vals_addr = e.values.address;
   push.vec1_addr = e.compute_vectors ? e.vectors.address : 0;
   push.flags = (e.compute_vectors ? 1 : 0) | (e.upper ? 2 : 0);
-  launch(stream, p, "eigh", ((e.n + 1) / 2) * e.n);
+  launch_jacobi(stream, p, "eigh", ((e.n + 1) / 2) * e.n);
 }
 
 void singular_value_decomposition(Stream& stream, const SingularValueDecomposition& s) {
@@ -183,7 +198,7 @@ void singular_value_decomposition(Stream& stream, const SingularValueDecompositi
   push.work_stride = narrow(per, "work");
   push.work_addr = s.work.address;
   push.flags = (s.compute_vectors ? 1 : 0) | (s.full ? 2 : 0);
-  launch(stream, p, "svd", ((s.cols + 1) / 2) * s.rows);
+  launch_jacobi(stream, p, "svd", ((s.cols + 1) / 2) * s.rows);
 }
 
 void householder_qr(Stream& stream, const HouseholderQR& q) {

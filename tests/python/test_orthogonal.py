@@ -410,3 +410,17 @@ def test_lowrank(dtype):
     u, s, v = (t.cpu() for t in torch.pca_lowrank(vk(a), q=4))
     s_pca = torch.linalg.svdvals(a - a.mean(-2, keepdim=True))[:3]
     torch.testing.assert_close(s[:3], s_pca, atol=VALUE_TOL[dtype]["atol"] * scale * 10, rtol=1e-4)
+
+
+def test_large_matrices_many_sweeps():
+    # Larger matrices need ~10 sweeps of n - 1 steps: a single dispatch looping over every
+    # sweep lost most of its writes on lavapipe (the kernels now run a dispatch per sweep).
+    g = torch.Generator().manual_seed(1)
+    a = torch.randn(80, 80, generator=g, dtype=torch.float64)
+    torch.testing.assert_close(torch.linalg.svdvals(vk(a)).cpu(), torch.linalg.svdvals(a), atol=1e-11, rtol=1e-11)
+    s = a[:70, :70] + a[:70, :70].mT
+    torch.testing.assert_close(torch.linalg.eigvalsh(vk(s)).cpu(), torch.linalg.eigvalsh(s), atol=1e-11, rtol=1e-11)
+    # NaN input runs every sweep up to the cap and ends with NaN everywhere
+    nan = torch.full((48, 48), float("nan"), dtype=torch.float64)
+    assert torch.isnan(torch.linalg.svdvals(vk(nan)).cpu()).all()
+    assert torch.isnan(torch.linalg.eigvalsh(vk(nan)).cpu()).all()
