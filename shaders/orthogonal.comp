@@ -21,12 +21,13 @@
 // < 2^31 (checked by the launcher).
 //   OP 0: in (batch, n, n) read from the lower (flags bit 1 clear) or upper triangle only;
 //         vals (batch, n) ascending; vec1 (batch, n, n) eigenvectors as columns (flags bit 0).
-//         work per matrix: A n*n | V n*n | rotations 2*pairs | ranks n | converged, abs_tol.
+//         work per matrix: A n*n | V n*n | rotations 2*pairs | ranks n | converged, abs_tol,
+//         rotated-this-sweep.
 //   OP 1: in (batch, m, n) with m >= n (the launcher passes A^T for wide matrices);
 //         vals (batch, n) descending; vec1 = U (batch, m, full ? m : n), vec2 = V (batch, n, n),
 //         A = U diag(vals) V^T (flags bit 0: vectors, bit 1: full U).
 //         work per matrix: W n*m (columns contiguous) | V n*n | rotations 2*pairs | sigma n |
-//         ranks n | scratch m | converged.
+//         ranks n | scratch m | converged, rotated-this-sweep.
 //   OP 2: vec1 = A (batch, m, n), factored in place (R on and above the diagonal, the
 //         reflectors' tails below); vals = tau (batch, min(m, n)).
 //   OP 3: in = reflectors (batch, len, k) as geqrf leaves them, vals = tau (batch, k),
@@ -88,15 +89,17 @@ layout(push_constant) uniform Push {
   int work_stride;     // 104 elements of work per matrix
 } pc;                  // 108 bytes
 
-// OP 0 / 1 run as three kinds of dispatch (flags bits 3-5), recorded by the launcher as
-// init, `sweeps` x sweep, finish: each sweep dispatch runs up to max_sweeps (1) sweeps and
-// returns at once when an earlier one converged. (One dispatch looping over all sweeps, a few
-// thousand workgroup barriers, came back with most invocations' writes missing on lavapipe;
-// a dispatch per sweep keeps each dispatch's barrier count at ~3n.)
-#define PHASE_MASK 56
+// Long loops are split over dispatches (flags bits 3-6 select the phase), with the loop range in
+// push constants that the phase does not otherwise use: OP 0 / 1 run init, then sweeps as
+// dispatches of steps [in_sb, in_rs) (a converged matrix returns at once), finish, and (SVD)
+// completion of U over positions [in_sb, in_rs); OP 2 factors columns [in_sb, in_rs); OP 3
+// applies reflectors [v2_sb, v2_rs). One dispatch looping over everything (thousands of
+// workgroup barriers) came back with most invocations' writes missing on lavapipe.
+#define PHASE_MASK 120
 #define PHASE_INIT 8
 #define PHASE_SWEEP 16
 #define PHASE_FINISH 32
+#define PHASE_COMPLETE 64
 
 const uint WG = gl_WorkGroupSize.x;
 shared T red_v[gl_WorkGroupSize.x];
@@ -248,11 +251,12 @@ void eigh_matrix(int b) {
   // Uniform: every invocation reads the flag the previous dispatch left.
   if (W.v[F0] != T(0)) return;
   const T abs_tol = W.v[F0 + 1];
-  bool rotated = true;
-  for (int sweep = 0; sweep < pc.max_sweeps && rotated; ++sweep) {
+  {
+    // Steps [in_sb, in_rs) of the current sweep; [F0 + 2] records a rotation in this sweep.
+    const int r_begin = pc.in_sb, r_end = min(pc.in_rs, nn - 1);
     if (lid == 0) s_rotated = 0;
     sync();
-    for (int r = 0; r < nn - 1; ++r) {
+    for (int r = r_begin; r < r_end; ++r) {
       for (int k = lid; k < np; k += int(WG)) {
         ivec2 pq = pair_of(k, r, nn);
         T c = T(1), s = T(0);
@@ -304,10 +308,12 @@ void eigh_matrix(int b) {
       }
       sync();
     }
-    rotated = s_rotated != 0;
-    sync();
+    if (lid == 0) {
+      T any = (r_begin == 0 ? T(0) : W.v[F0 + 2]) + (s_rotated != 0 ? T(1) : T(0));
+      W.v[F0 + 2] = any;
+      if (r_end == nn - 1 && any == T(0)) W.v[F0] = T(1);
+    }
   }
-  if (lid == 0 && !rotated) W.v[F0] = T(1);
   return;
   }
 
@@ -365,11 +371,12 @@ void svd_matrix(int b) {
 
   if (phase == PHASE_SWEEP) {
   if (W.v[F0] != T(0)) return;  // uniform, see eigh
-  bool rotated = true;
-  for (int sweep = 0; sweep < pc.max_sweeps && rotated; ++sweep) {
+  {
+    // Steps [in_sb, in_rs) of the current sweep; [F0 + 1] records a rotation in this sweep.
+    const int r_begin = pc.in_sb, r_end = min(pc.in_rs, nn - 1);
     if (lid == 0) s_rotated = 0;
     sync();
-    for (int r = 0; r < nn - 1; ++r) {
+    for (int r = r_begin; r < r_end; ++r) {
       // One invocation per pair forms the 2x2 Gram matrix of columns p, q (a real-GPU
       // version would split these dot products over a subgroup).
       for (int k = lid; k < np; k += int(WG)) {
@@ -421,14 +428,19 @@ void svd_matrix(int b) {
         }
       sync();
     }
-    rotated = s_rotated != 0;
-    sync();
+    if (lid == 0) {
+      T any = (r_begin == 0 ? T(0) : W.v[F0 + 1]) + (s_rotated != 0 ? T(1) : T(0));
+      W.v[F0 + 1] = any;
+      if (r_end == nn - 1 && any == T(0)) W.v[F0] = T(1);
+    }
   }
-  if (lid == 0 && !rotated) W.v[F0] = T(1);
   return;
   }
 
-  // PHASE_FINISH. Singular values = column norms, sorted descending.
+  TArr U = TArr(pc.vec1_addr);
+  const int u0 = b * pc.v1_sb;
+  if (phase == PHASE_FINISH) {
+  // Singular values = column norms, sorted descending.
   for (int j = lid; j < n; j += int(WG)) {
     T acc = T(0);
     for (int i = 0; i < m; ++i) {
@@ -449,14 +461,9 @@ void svd_matrix(int b) {
   if (!vec) return;
   sync();
 
-  TArr U = TArr(pc.vec1_addr);
   TArr VO = TArr(pc.vec2_addr);
-  const int u0 = b * pc.v1_sb;
   // Columns with a (numerically) zero norm carry no direction: their U columns, and the extra
-  // ones of a full U, are completed below. They rank last, so positions nz.. are completed.
-  int nz = 0;
-  for (int j = 0; j < n; ++j)
-    if (!(W.v[S0 + j] < T_TINY)) ++nz;
+  // ones of a full U, are completed by PHASE_COMPLETE. They rank last (positions nz..).
   for (int idx = lid; idx < n * m; idx += int(WG)) {
     int j = idx / m, i = idx % m;
     T sj = W.v[S0 + j];
@@ -469,13 +476,18 @@ void svd_matrix(int b) {
     int rank = int(W.v[K0 + j]);
     VO.v[b * pc.v2_sb + i * pc.v2_rs + rank * pc.v2_cs] = W.v[V0 + idx];
   }
-  sync();
+  return;
+  }
 
+  // PHASE_COMPLETE, positions [in_sb, in_rs).
+  int nz = 0;
+  for (int j = 0; j < n; ++j)
+    if (!(W.v[S0 + j] < T_TINY)) ++nz;
   // Completion to an orthonormal set of `ucols` columns: the next column is the unit vector
   // e_k farthest from the span so far (residual 1 - sum_j U(k, j)^2 >= (m - pos) / m),
   // projected out twice (classical Gram-Schmidt with reorthogonalization), normalized.
   const int ucols = full ? m : n;
-  for (int pos = nz; pos < ucols; ++pos) {
+  for (int pos = max(nz, pc.in_sb); pos < min(ucols, pc.in_rs); ++pos) {
     T best = T(-1);
     int bk = 0;
     for (int k = lid; k < m; k += int(WG)) {
@@ -533,7 +545,7 @@ void geqrf_matrix(int b) {
   TArr A = TArr(pc.vec1_addr);
   TArr TAU = TArr(pc.vals_addr);
   const int a0 = b * pc.v1_sb, rs = pc.v1_rs, cs = pc.v1_cs;
-  for (int j = 0; j < k; ++j) {
+  for (int j = pc.in_sb; j < min(k, pc.in_rs); ++j) {
     // ||A[j+1:, j]|| scaled by its largest entry (no overflow / underflow, as dnrm2)
     T part = T(0);
     for (int i = j + 1 + lid; i < m; i += int(WG)) part = max_nan(part, abs(A.v[a0 + i * rs + j * cs]));
@@ -591,7 +603,7 @@ void apply_matrix(int b) {
   TArr TAU = TArr(pc.vals_addr);
   TArr C = TArr(pc.vec1_addr);
   const int r0 = b * pc.in_sb, c0 = b * pc.v1_sb, crs = pc.v1_rs, ccs = pc.v1_cs;
-  if (init) {
+  if (init && pc.v2_sb == 0) {
     for (int idx = lid; idx < m * n; idx += int(WG)) {
       int i = idx / n, c = idx % n;
       C.v[c0 + i * crs + c * ccs] = i == c ? T(1) : T(0);
@@ -599,7 +611,7 @@ void apply_matrix(int b) {
     sync();
   }
   const bool forward = left == trans;
-  for (int s = 0; s < k; ++s) {
+  for (int s = pc.v2_sb; s < min(k, pc.v2_rs); ++s) {
     const int j = forward ? s : k - 1 - s;
     const T tau = TAU.v[b * pc.vals_sb + j * pc.vals_s];
     if (tau == T(0)) continue;

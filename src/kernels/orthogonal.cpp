@@ -107,17 +107,38 @@ void launch(Stream& stream, const Prepared& p, const char* op, int64_t items) {
   stream.dispatch(pipeline, groups, 1, 1, &p.push, sizeof(p.push));
 }
 
-// Jacobi: init, one dispatch per sweep (a converged matrix returns at once), finish.
-void launch_jacobi(Stream& stream, Prepared p, const char* op, int64_t items) {
+// Loop lengths per dispatch: each dispatch stays at a few hundred workgroup barriers (see the
+// note in shaders/orthogonal.comp).
+constexpr int kStepsPerDispatch = 32;     // Jacobi steps (2-3 barriers each)
+constexpr int kColumnsPerDispatch = 8;    // geqrf columns / completed U columns (~25 each)
+constexpr int kReflectorsPerDispatch = 64;  // applied reflectors (1 each)
+constexpr int32_t kPhaseComplete = 64;
+
+// Jacobi: init, the sweeps as dispatches of kStepsPerDispatch steps (a converged matrix
+// returns at once), finish, and (SVD with vectors) the completion of U's columns up to
+// `complete_to`.
+void launch_jacobi(Stream& stream, Prepared p, const char* op, int64_t items, int64_t complete_to) {
   const int sweeps = p.push.max_sweeps;
   const int32_t flags = p.push.flags;
+  const int steps = std::max(1, p.push.n + (p.push.n & 1) - 1);
   p.push.max_sweeps = 1;
   p.push.flags = flags | kPhaseInit;
   launch(stream, p, op, items);
   p.push.flags = flags | kPhaseSweep;
-  for (int i = 0; i < sweeps; ++i) launch(stream, p, op, items);
+  for (int i = 0; i < sweeps; ++i)
+    for (int r = 0; r < steps; r += kStepsPerDispatch) {
+      p.push.in_sb = r;
+      p.push.in_rs = r + kStepsPerDispatch;
+      launch(stream, p, op, items);
+    }
   p.push.flags = flags | kPhaseFinish;
   launch(stream, p, op, items);
+  p.push.flags = flags | kPhaseComplete;
+  for (int64_t c = 0; c < complete_to; c += kColumnsPerDispatch) {
+    p.push.in_sb = static_cast<int32_t>(c);
+    p.push.in_rs = static_cast<int32_t>(std::min<int64_t>(c + kColumnsPerDispatch, complete_to));
+    launch(stream, p, op, items);
+  }
 }
 
 int64_t checked_work(int64_t per_matrix, int64_t batch) {
@@ -129,10 +150,10 @@ int64_t checked_work(int64_t per_matrix, int64_t batch) {
 
 }  // namespace
 
-int64_t symmetric_eigen_work(int64_t n) { return 2 * n * n + 2 * ((n + 1) / 2) + n + 2; }
+int64_t symmetric_eigen_work(int64_t n) { return 2 * n * n + 2 * ((n + 1) / 2) + n + 3; }
 
 int64_t singular_value_work(int64_t rows, int64_t cols) {
-  return cols * rows + cols * cols + 2 * ((cols + 1) / 2) + 2 * cols + rows + 1;
+  return cols * rows + cols * cols + 2 * ((cols + 1) / 2) + 2 * cols + rows + 2;
 }
 
 void symmetric_eigen(Stream& stream, const SymmetricEigen& e) {
@@ -158,7 +179,7 @@ void symmetric_eigen(Stream& stream, const SymmetricEigen& e) {
   push.vals_addr = e.values.address;
   push.vec1_addr = e.compute_vectors ? e.vectors.address : 0;
   push.flags = (e.compute_vectors ? 1 : 0) | (e.upper ? 2 : 0);
-  launch_jacobi(stream, p, "eigh", ((e.n + 1) / 2) * e.n);
+  launch_jacobi(stream, p, "eigh", ((e.n + 1) / 2) * e.n, 0);
 }
 
 void singular_value_decomposition(Stream& stream, const SingularValueDecomposition& s) {
@@ -198,7 +219,7 @@ void singular_value_decomposition(Stream& stream, const SingularValueDecompositi
   push.work_stride = narrow(per, "work");
   push.work_addr = s.work.address;
   push.flags = (s.compute_vectors ? 1 : 0) | (s.full ? 2 : 0);
-  launch_jacobi(stream, p, "svd", ((s.cols + 1) / 2) * s.rows);
+  launch_jacobi(stream, p, "svd", ((s.cols + 1) / 2) * s.rows, s.compute_vectors ? ucols : 0);
 }
 
 void householder_qr(Stream& stream, const HouseholderQR& q) {
@@ -216,7 +237,11 @@ void householder_qr(Stream& stream, const HouseholderQR& q) {
   push.vals_s = ts[1];
   push.vec1_addr = q.a.address;
   push.vals_addr = q.tau.address;
-  launch(stream, p, "geqrf", q.cols);
+  for (int64_t j = 0; j < k; j += kColumnsPerDispatch) {
+    push.in_sb = static_cast<int32_t>(j);
+    push.in_rs = static_cast<int32_t>(std::min<int64_t>(j + kColumnsPerDispatch, k));
+    launch(stream, p, "geqrf", q.cols);
+  }
 }
 
 void apply_reflectors(Stream& stream, const ApplyReflectors& a) {
@@ -245,7 +270,12 @@ void apply_reflectors(Stream& stream, const ApplyReflectors& a) {
     return;  // Q = I
   }
   push.flags = (a.left ? 1 : 0) | (a.transpose ? 2 : 0) | (a.identity ? 4 : 0);
-  launch(stream, p, "apply", a.left ? a.cols : a.rows);
+  // Reflectors [v2_sb, v2_rs) per dispatch (the identity is written by the first one).
+  for (int64_t r = 0; r < std::max<int64_t>(a.count, 1); r += kReflectorsPerDispatch) {
+    push.v2_sb = static_cast<int32_t>(r);
+    push.v2_rs = static_cast<int32_t>(std::min<int64_t>(r + kReflectorsPerDispatch, a.count));
+    launch(stream, p, "apply", a.left ? a.cols : a.rows);
+  }
 }
 
 }  // namespace tvk::kernels

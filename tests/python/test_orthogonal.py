@@ -414,12 +414,19 @@ def test_lowrank(dtype):
 
 def test_large_matrices_many_sweeps():
     # Larger matrices need ~10 sweeps of n - 1 steps: a single dispatch looping over every
-    # sweep lost most of its writes on lavapipe (the kernels now run a dispatch per sweep).
+    # sweep (or every QR column) lost most of its writes on lavapipe; the launchers now split
+    # the loops over dispatches.
     g = torch.Generator().manual_seed(1)
     a = torch.randn(80, 80, generator=g, dtype=torch.float64)
     torch.testing.assert_close(torch.linalg.svdvals(vk(a)).cpu(), torch.linalg.svdvals(a), atol=1e-11, rtol=1e-11)
     s = a[:70, :70] + a[:70, :70].mT
     torch.testing.assert_close(torch.linalg.eigvalsh(vk(s)).cpu(), torch.linalg.eigvalsh(s), atol=1e-11, rtol=1e-11)
+    # long loops of the QR and of the completion of a full U
+    b = torch.randn(300, 300, generator=g, dtype=torch.float64)
+    check(lambda x: torch.linalg.qr(x), b, atol=1e-12, rtol=1e-12)
+    c = torch.randn(200, 40, generator=g, dtype=torch.float64)
+    u, sv, vh = (t.cpu() for t in torch.linalg.svd(vk(c), full_matrices=True))
+    svd_invariants(u, sv, vh, c, torch.float64)
     # NaN input runs every sweep up to the cap and ends with NaN everywhere
     nan = torch.full((48, 48), float("nan"), dtype=torch.float64)
     assert torch.isnan(torch.linalg.svdvals(vk(nan)).cpu()).all()
