@@ -10,8 +10,8 @@
 // per matrix), the invocations of a workgroup split each step and meet at barriers. Every
 // sweep visits all n (n - 1) / 2 index pairs in n - 1 steps of n / 2 disjoint pairs
 // (round-robin "chess tournament" order), whose rotations commute and are applied at once.
-// Sweeps stop when a whole sweep rotates nothing, or after `max_sweeps` (so NaN / Inf input
-// ends, with NaN results). A real-GPU version for large n would keep tiles in shared memory
+// Sweeps stop when a whole sweep rotates nothing, or after the launcher's sweep cap (so NaN /
+// Inf input ends, with NaN results). A real-GPU version for large n would keep tiles in shared memory
 // and rotate blocks of columns (block Jacobi on tiles, or Householder tridiagonalization /
 // bidiagonalization with a blocked, GEMM-rich reduction); this one is for small and batched
 // matrices.
@@ -107,9 +107,8 @@ shared int red_i[gl_WorkGroupSize.x];
 shared int s_rotated;
 
 // Buffer and shared writes of one step are read by other invocations of the workgroup in the
-// next. Every workgroup barrier of this file goes through here: the memory barriers also keep
-// the compiler from moving a shared load (e.g. the sweep's `rotated` flag) past the barrier,
-// after which another invocation may already have overwritten it (a divergent exit).
+// next. Every workgroup barrier of this file goes through here (the memory barriers also order
+// shared loads, like the sweep's `rotated` flag, before later overwrites).
 void sync() {
   memoryBarrierBuffer();
   memoryBarrierShared();

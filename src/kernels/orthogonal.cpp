@@ -1,6 +1,11 @@
 // Launcher of the orthogonal family (shaders/orthogonal.comp): one workgroup per matrix of the
 // batch, the workgroup size grows with the matrix (32..256 invocations) so that each step's
-// rotations of n / 2 column pairs keep the invocations busy.
+// rotations of n / 2 column pairs keep the invocations busy. Long loops (Jacobi sweeps, QR
+// columns, reflectors, completed U columns) are recorded as several dispatches of a few
+// hundred workgroup barriers each, with the loop range in push constants (lavapipe lost most
+// writes of single dispatches with thousands of barriers). A Jacobi sweep that rotates nothing
+// marks the matrix converged and the remaining sweep dispatches return at once: the number of
+// dispatches is fixed at record time (no host wait), kDefaultSweeps * ceil((n - 1) / 32) + 2.
 #include "kernels/orthogonal.h"
 
 #include <algorithm>
