@@ -20,7 +20,8 @@
 //   to read it from the push constants (one pipeline for every dtype combination).
 //   Grid: 1-D, any number of workgroups; a grid-stride loop covers numel.
 //
-// Tensor-list mode (ndim == -1, the multi-tensor _foreach ops): `geometry` points to an
+// Tensor-list variant (TENSOR_LIST=1, built for the op-table rows marked `list`; ndim == -1;
+// the multi-tensor _foreach ops): `geometry` points to an
 // ElementwiseList block of `count` flat tensors, each cut into chunks of `chunk` elements
 // (a multiple of the workgroup size); `numel` is the total number of chunks. A workgroup takes
 // chunks in a grid-stride loop, finds the chunk's entry by binary search over `first_chunk`,
@@ -48,6 +49,9 @@
 #endif
 #ifndef OP_BOOL
 #define OP_BOOL 0
+#endif
+#ifndef TENSOR_LIST
+#define TENSOR_LIST 0
 #endif
 
 layout(local_size_x_id = 0) in;
@@ -77,6 +81,7 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer El
   int strides[4][8];
 };
 
+#if TENSOR_LIST
 struct ElementwiseListEntry {
   uint64_t addr[4];  // out, a, b, c
   int stride0[4];    // element strides: 1 or 0
@@ -93,6 +98,7 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer El
   int pad0;
   ElementwiseListEntry entries[];
 };
+#endif
 
 // out[o0] = OP(a[o1], b[o2], c[o3]) at the given addresses.
 void apply_op(uint64_t addr0, uint64_t addr1, uint64_t addr2, uint64_t addr3, int o0, int o1,
@@ -114,6 +120,7 @@ void apply_op(uint64_t addr0, uint64_t addr1, uint64_t addr2, uint64_t addr3, in
   STORE_T(addr0, dt0, o0, r);
 }
 
+#if TENSOR_LIST
 void run_list(int dt0, int dt1, int dt2, int dt3, T s0, T s1) {
   ElementwiseList list = ElementwiseList(pc.geometry);
   int count = list.count;
@@ -158,6 +165,7 @@ void run_list(int dt0, int dt1, int dt2, int dt3, T s0, T s1) {
     }
   }
 }
+#endif
 
 void main() {
   int dt0 = SPEC_DT0 >= 0 ? SPEC_DT0 : pc.dtype[0];
@@ -175,10 +183,9 @@ void main() {
   T s1 = T(pc.si[1]);
 #endif
 
-  if (pc.ndim < 0) {
-    run_list(dt0, dt1, dt2, dt3, s0, s1);
-    return;
-  }
+#if TENSOR_LIST
+  run_list(dt0, dt1, dt2, dt3, s0, s1);
+#else
   uint n = uint(pc.numel);
   uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;  // < 2^32 - 2^31: i + step never wraps
   for (uint i = gl_GlobalInvocationID.x; i < n; i += step) {
@@ -216,4 +223,5 @@ void main() {
     apply_op(pc.addr[0], pc.addr[1], pc.addr[2], pc.addr[3], o0, o1, o2, o3, dt0, dt1, dt2, dt3,
              s0, s1);
   }
+#endif
 }

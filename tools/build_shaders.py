@@ -43,7 +43,7 @@ KIND_GROUPS = {
     "int": ["int32", "int64"],
 }
 GROUP_OF_KIND = {"float32": "float", "float64": "float", "int32": "int", "int64": "int"}
-OP_KEYS = {"arity", "kinds", "expr", "bool"} | set(KINDS) | {"float", "int"}
+OP_KEYS = {"arity", "kinds", "expr", "bool", "list"} | set(KINDS) | {"float", "int"}
 GLSLC_FLAGS = ["-O", "--target-env=vulkan1.2"]
 
 
@@ -64,6 +64,7 @@ class ElementwiseOp:
     arity: int
     bool_result: bool
     exprs: dict[str, str]  # kind -> expression (only the kinds it is built for)
+    list_variant: bool = False  # also built in tensor-list mode (elementwise_list.<op>.<kind>)
 
 
 # ---------------------------------------------------------------- tables
@@ -111,7 +112,10 @@ def load_elementwise_ops(path: Path) -> list[ElementwiseOp]:
                 if i >= arity and re.search(rf"\b{var}\b", expr):
                     raise BuildError(f"{where}: expression '{expr}' uses input '{var}' but arity is {arity}")
             exprs[kind] = expr.strip()
-        ops.append(ElementwiseOp(name, arity, bool_result, exprs))
+        list_variant = entry.get("list", False)
+        if not isinstance(list_variant, bool):
+            raise BuildError(f"{where}: list must be true or false")
+        ops.append(ElementwiseOp(name, arity, bool_result, exprs, list_variant))
     return ops
 
 
@@ -124,6 +128,13 @@ def elementwise_variants(ops: list[ElementwiseOp]) -> list[Variant]:
                 source="elementwise.comp",
                 defines=[f"KIND={KINDS[kind]}", f"ARITY={op.arity}", f"OP_BOOL={int(op.bool_result)}",
                          f"OP_EXPR={expr}"]))
+            if op.list_variant:
+                variants.append(Variant(
+                    name=f"elementwise_list.{op.name}.{kind}",
+                    source="elementwise.comp",
+                    defines=[f"KIND={KINDS[kind]}", f"ARITY={op.arity}",
+                             f"OP_BOOL={int(op.bool_result)}", f"OP_EXPR={expr}",
+                             "TENSOR_LIST=1"]))
     return variants
 
 

@@ -84,6 +84,20 @@ const ShaderBinary* shader_for(const ElementwiseOpInfo& op, ComputeKind kind) {
   return table[&op - elementwise_ops().data()][static_cast<int>(kind)];
 }
 
+// Tensor-list variants (op-table rows marked `list`), or null.
+const ShaderBinary* list_shader_for(const ElementwiseOpInfo& op, ComputeKind kind) {
+  static const std::vector<std::array<const ShaderBinary*, 4>> table = [] {
+    const auto& ops = elementwise_ops();
+    std::vector<std::array<const ShaderBinary*, 4>> t(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i)
+      for (int k = 0; k < 4; ++k)
+        t[i][k] = find_shader(std::string("elementwise_list.") + ops[i].name + "." +
+                              compute_kind_name(static_cast<ComputeKind>(k)));
+    return t;
+  }();
+  return table[&op - elementwise_ops().data()][static_cast<int>(kind)];
+}
+
 // The op of `op_name`, checked against `kind`, the operand count and dtypes.
 const ElementwiseOpInfo& checked_op(Stream& stream, std::string_view op_name, ComputeKind kind,
                                    const DType* dtypes, int num_operands) {
@@ -120,13 +134,15 @@ ElementwisePush base_push(const DType* dtypes, int num_operands, const Scalars& 
   return push;
 }
 
-// The pipeline of `op` for `kind`, specialized for the push constants' dtypes.
+// The pipeline of `op` for `kind` (its tensor-list variant when `list`), specialized for the
+// push constants' dtypes.
 VkPipeline pipeline_for(Stream& stream, const ElementwiseOpInfo& op, ComputeKind kind,
-                        const ElementwisePush& push, int num_operands) {
-  const ShaderBinary* shader = shader_for(op, kind);
+                        const ElementwisePush& push, int num_operands, bool list = false) {
+  const ShaderBinary* shader = list ? list_shader_for(op, kind) : shader_for(op, kind);
   if (!shader)
-    invalid(kWhere, "no shader variant for op '" + std::string(op.name) + "' kind " +
-                        compute_kind_name(kind) + " (stale build?)");
+    invalid(kWhere, std::string(list ? "no tensor-list variant (`list = true` in the op table)"
+                                     : "no shader variant") +
+                        " for op '" + op.name + "' kind " + compute_kind_name(kind));
   std::vector<uint32_t> spec;
   if (tuning().specialize_dtypes) {
     // Unused operand slots are 0 so that they do not multiply pipelines.
@@ -205,7 +221,7 @@ void elementwise_list(Stream& stream, std::string_view op_name, ComputeKind kind
   }
   ElementwisePush push = base_push(dtypes, num_operands, scalars);
   push.ndim = -1;
-  VkPipeline pipeline = pipeline_for(stream, op, kind, push, num_operands);
+  VkPipeline pipeline = pipeline_for(stream, op, kind, push, num_operands, /*list=*/true);
   const uint32_t wg = tuning().elementwise_workgroup;
   const int64_t chunk = static_cast<int64_t>(wg) * kListChunkRows;
 

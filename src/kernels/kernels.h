@@ -109,7 +109,8 @@ struct ElementwiseListEntry {
 // Records out = op(inputs...) for every entry in as few dispatches as the parameter block
 // allows (the multi-tensor _foreach ops). `dtypes` are the operands' dtypes, shared by all
 // entries; `scalars` are the op's s0 / s1, or with `per_entry_s0` each entry's s0 replaces s0.
-// Entries with numel 0 are skipped. Throws std::invalid_argument like elementwise,
+// Entries with numel 0 are skipped. Only ops marked `list = true` in the op table have the
+// tensor-list variant this needs. Throws std::invalid_argument like elementwise,
 // and for a stride other than 0 / 1 or an entry with numel >= 2^31.
 void elementwise_list(Stream& stream, std::string_view op, ComputeKind kind,
                       const ElementwiseListEntry* entries, int num_entries, const DType* dtypes,
