@@ -30,6 +30,10 @@ KNOWN_FAILURE_REASONS = {
             "values by its introsort; vk's sort is always stable (its order equals the CPU's "
             "stable=True order, checked in tests/python/test_sort.py). Values agree.",
     "argsort": "as sort.",
+    "svd_lowrank": "sample 10 (q below the rank): the result depends on the random projection "
+                   "(torch.randn), and vk's generator draws other numbers than the CPU's for the "
+                   "same seed; PyTorch's own CPU/CUDA comparison skips this op for that reason. "
+                   "Full-rank samples agree.",
     "topk": "as sort: ties in bfloat16 are returned in stable order; values agree.",
     "mode": "float16 / bfloat16 sample 6 (long rows): the values agree; the CPU sorts long rows "
             "with an unstable std::sort, so which occurrence its index names is not defined; vk "
