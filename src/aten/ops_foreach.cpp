@@ -100,7 +100,8 @@ bool device_scalar_ok(const at::Tensor& scalar, TensorList self) {
 
 // One operand slot of a list launch.
 struct Slot {
-  enum class Kind { List, Scalar, ScalarList, DeviceScalar } kind;
+  // ZeroDimList: a list of 0-dim tensors, each entry's scalar operand read where it is.
+  enum class Kind { List, Scalar, ScalarList, DeviceScalar, ZeroDimList } kind;
   TensorList list{};
   Scalar scalar{};
   at::ArrayRef<Scalar> scalars{};
@@ -110,7 +111,19 @@ struct Slot {
   static Slot of(const Scalar& s) { return {Kind::Scalar, {}, s}; }
   static Slot of(at::ArrayRef<Scalar> s) { return {Kind::ScalarList, {}, {}, s}; }
   static Slot of(const at::Tensor& t) { return {Kind::DeviceScalar, {}, {}, {}, &t}; }
+  static Slot zero_dim(TensorList l) { return {Kind::ZeroDimList, l}; }
 };
+
+// Beyond CUDA's fast route: addcmul / addcdiv whose last list holds one 0-dim tensor per entry
+// (ASGD's per-parameter eta and mu) of the same dtype and device, the other lists taking the
+// fast route. Each 0-dim tensor is read as that entry's scalar operand (stride 0).
+bool zero_dim_route(TensorList self, TensorList t1, TensorList t2, const Scalar& value) {
+  if (!fast_route({self, t1}, {value}) || t2.size() != self.size()) return false;
+  for (const at::Tensor& t : t2)
+    if (t.dim() != 0 || t.device() != self[0].device() || t.scalar_type() != self[0].scalar_type())
+      return false;
+  return true;
+}
 
 // Uploads host scalars in the compute type (as launch_elementwise does for CPU scalars) and
 // returns the device address of the first.
@@ -146,6 +159,7 @@ void launch_list(const char* op, TensorList out, std::initializer_list<Slot> inp
   for (const Slot& in : inputs) {
     switch (in.kind) {
       case Slot::Kind::List:
+      case Slot::Kind::ZeroDimList:
         dtypes[slot] = vk_dtype(in.list[0].scalar_type(), op);
         break;
       case Slot::Kind::Scalar:
@@ -179,6 +193,9 @@ void launch_list(const char* op, TensorList out, std::initializer_list<Slot> inp
           break;
         case Slot::Kind::ScalarList:
           e.address[k] = base[k] + j * scalar_bytes;
+          break;
+        case Slot::Kind::ZeroDimList:
+          e.address[k] = reinterpret_cast<uint64_t>(in.list[j].const_data_ptr());
           break;
         default:
           e.address[k] = base[k];
@@ -323,17 +340,23 @@ TVK_FOREACH_TENSOR(div, "div")
 #define TVK_FOREACH_ADDC(NAME)                                                              \
   void NAME##_scalar_(TensorList self, TensorList t1, TensorList t2, const Scalar& value) { \
     at::native::check_foreach_api_restrictions(self, t1, t2);                              \
-    if (!fast_route({self, t1, t2}, {value}))                                               \
+    const bool dense = fast_route({self, t1, t2}, {value});                                 \
+    if (!dense && !zero_dim_route(self, t1, t2, value))                                     \
       return at::native::foreach_tensor_##NAME##_scalar_slow_(self, t1, t2, value);         \
-    launch_list(#NAME, self, {Slot::of(self), Slot::of(t1), Slot::of(t2)}, s0_of(value));  \
+    launch_list(#NAME, self,                                                                \
+                {Slot::of(self), Slot::of(t1), dense ? Slot::of(t2) : Slot::zero_dim(t2)},  \
+                s0_of(value));                                                              \
   }                                                                                         \
   std::vector<at::Tensor> NAME##_scalar(TensorList self, TensorList t1, TensorList t2,      \
                                         const Scalar& value) {                              \
     at::native::check_foreach_api_restrictions(self, t1, t2);                              \
-    if (!fast_route({self, t1, t2}, {value}))                                               \
+    const bool dense = fast_route({self, t1, t2}, {value});                                 \
+    if (!dense && !zero_dim_route(self, t1, t2, value))                                     \
       return at::native::foreach_tensor_##NAME##_scalar_slow(self, t1, t2, value);          \
     auto out = empty_like_all(self);                                                        \
-    launch_list(#NAME, out, {Slot::of(self), Slot::of(t1), Slot::of(t2)}, s0_of(value));   \
+    launch_list(#NAME, out,                                                                 \
+                {Slot::of(self), Slot::of(t1), dense ? Slot::of(t2) : Slot::zero_dim(t2)},  \
+                s0_of(value));                                                              \
     return out;                                                                             \
   }                                                                                         \
   void NAME##_scalarlist_(TensorList self, TensorList t1, TensorList t2,                    \

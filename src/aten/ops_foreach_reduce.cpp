@@ -6,9 +6,9 @@
 // The fast route is CUDA's (can_use_fast_route over the list) for floating dtypes, with every
 // order p of the norm (CUDA's kernel takes 1, 2 and inf only; the others are the same
 // reduction with another element transform). Everything else (integer or mixed lists, non-dense
-// layouts, an unsupported dtype argument, the max / inf norm of an empty tensor, which has no
-// identity and raises) goes to PyTorch's per-tensor composites, which reach the native
-// per-tensor reductions and raise PyTorch's errors.
+// layouts, an unsupported dtype argument, the max or an inf / negative-order norm of an empty
+// tensor, which has no identity and raises) goes to PyTorch's per-tensor composites, which
+// reach the native per-tensor reductions and raise PyTorch's errors.
 #include <ATen/ATen.h>
 #include <ATen/native/ForeachUtils.h>
 #include <ATen/ops/_foreach_max_native.h>
@@ -114,7 +114,7 @@ std::vector<at::Tensor> foreach_norm(TensorList self, const Scalar& ord,
     return at::native::foreach_tensor_norm_slow(self, ord, dtype);
   const double p = ord.to<double>();
   const auto out_dtype = result_dtype(self, dtype);
-  if (!out_dtype || std::isnan(p) || (std::isinf(p) && any_empty(self)))
+  if (!out_dtype || std::isnan(p) || ((std::isinf(p) || p < 0) && any_empty(self)))
     return at::native::foreach_tensor_norm_slow(self, ord, dtype);
   const Order o = order_of(p);
   return launch(self, *out_dtype, o.op, o.pre, o.root, p);
@@ -129,7 +129,8 @@ std::vector<at::Tensor> foreach_powsum(TensorList self, const Scalar& ord,
   const double p = ord.to<double>();
   const auto out_dtype = result_dtype(self, dtype);
   if (!out_dtype || !std::isfinite(p)) return at::native::foreach_tensor_powsum_slow(self, ord, dtype);
-  const Order o = order_of(p);
+  // powsum's order 0 is sum |x|^0 = numel (zeros included), unlike the norm's count of non-zeros
+  const Order o = p == 0 ? Order{ReduceOp::Sum, ReducePre::AbsPow, ReducePost::None} : order_of(p);
   return launch(self, *out_dtype, o.op, o.pre, ReducePost::None, p);
 }
 
