@@ -354,7 +354,7 @@ FOREACH_OPTIMIZERS = [
     (O.Adadelta, dict(weight_decay=0.01), 12),
     (O.RMSprop, dict(lr=1e-2), 6),
     (O.RMSprop, dict(lr=1e-2, centered=True, momentum=0.9, weight_decay=0.01), 10),
-    (O.ASGD, dict(lr=1e-2, weight_decay=0.01, capturable=True), 16),
+    (O.ASGD, dict(lr=1e-2, weight_decay=0.01, capturable=True), 17),  # 17 foreach calls
     (O.ASGD, dict(lr=1e-2, weight_decay=0.01), None),
     (O.Rprop, dict(lr=1e-2), None),
 ]
