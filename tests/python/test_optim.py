@@ -392,3 +392,47 @@ def test_every_optimizer_foreach(cls, kwargs, bound):
     many = step_dispatches(cls, kwargs, SHAPES * 6)
     assert few == many, (few, many)  # independent of the parameter count
     assert max(few) <= bound, few
+
+
+ADAGRAD_CONFIGS = [
+    dict(lr=0.05),
+    dict(lr=0.05, lr_decay=0.1, weight_decay=0.1, initial_accumulator_value=0.2),
+    dict(lr=0.02, maximize=True, eps=1e-6),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64],
+                         ids=str)
+@pytest.mark.parametrize("config", range(len(ADAGRAD_CONFIGS)))
+def test_fused_adagrad(config, dtype):
+    # against the CPU's fused kernel (torch._fused_adagrad_ on CPU, the same math)
+    kwargs = dict(ADAGRAD_CONFIGS[config], fused=True)
+    params = make_params(dtype)
+    expected, _ = run_optimizer(torch.optim.Adagrad, "cpu", params, kwargs)
+    actual, _ = run_optimizer(torch.optim.Adagrad, VK, params, kwargs)
+    for a, e in zip(actual, expected):
+        assert_close(a, e, **TOLERANCE.get(dtype, dict(atol=1e-10, rtol=1e-10)))  # float64
+    assert step_dispatches(torch.optim.Adagrad, kwargs, SHAPES * 4) == [2, 2]  # steps += 1, update
+
+
+def test_fused_adagrad_grad_scale_found_inf_and_tensor_lr():
+    params = make_params()
+    grads = make_grads(params, 0)
+    out = {}
+    for device in ("cpu", VK):
+        ps = [p.to(device, copy=True) for p in params]  # the CPU run must not update params
+        gs = [(g * 4).to(device) for g in grads]
+        sums = [torch.full_like(p, 0.1) for p in ps]
+        steps = [torch.tensor(3.0, device=device) for _ in ps]
+        lr = torch.tensor(0.05, device=device)
+        torch._fused_adagrad_(ps, gs, sums, steps, lr=lr, lr_decay=0.05, weight_decay=0.01,
+                              eps=1e-10, maximize=False,
+                              grad_scale=torch.tensor(4.0, device=device),
+                              found_inf=torch.tensor(0.0, device=device))
+        # found_inf == 1 skips the step entirely
+        torch._fused_adagrad_(ps, gs, sums, steps, lr=0.05, lr_decay=0.05, weight_decay=0.01,
+                              eps=1e-10, maximize=False,
+                              found_inf=torch.tensor(1.0, device=device))
+        out[str(device)] = [t.cpu() for t in ps + gs + sums]
+    for a, e in zip(out["vk"], out["cpu"]):
+        assert_close(a, e, **TOLERANCE[torch.float32])
