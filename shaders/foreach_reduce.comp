@@ -200,7 +200,8 @@ void main() {
       uint end = min(begin + uint(pc.chunk), uint(list.e[lo].numel));
       uint64_t in_addr = list.e[lo].in_addr;
       T acc = IDENTITY;
-      for (uint i = begin + lid; i < end; i += wg) acc = COMBINE(acc, pre(LOAD_T(in_addr, in_dt, int(i))));
+      for (uint i = begin + lid; i < end; i += wg)
+        acc = COMBINE(acc, pre(LOAD_T(in_addr, in_dt, int(i))));
       acc = workgroup_combine(acc);
       if (lid == 0u) STORE_T(pc.partials, ACC_DT, int(g), acc);
     }
@@ -209,7 +210,8 @@ void main() {
       uint first = uint(list.e[e].first_chunk);
       uint n = uint(list.e[e].nchunks);
       T acc = IDENTITY;
-      for (uint j = lid; j < n; j += wg) acc = COMBINE(acc, LOAD_T(pc.partials, ACC_DT, int(first + j)));
+      for (uint j = lid; j < n; j += wg)
+        acc = COMBINE(acc, LOAD_T(pc.partials, ACC_DT, int(first + j)));
       acc = workgroup_combine(acc);
       if (lid == 0u) STORE_T(list.e[e].out_addr, out_dt, 0, finish(acc));
     }

@@ -128,7 +128,8 @@ std::vector<at::Tensor> foreach_powsum(TensorList self, const Scalar& ord,
     return at::native::foreach_tensor_powsum_slow(self, ord, dtype);
   const double p = ord.to<double>();
   const auto out_dtype = result_dtype(self, dtype);
-  if (!out_dtype || !std::isfinite(p)) return at::native::foreach_tensor_powsum_slow(self, ord, dtype);
+  if (!out_dtype || !std::isfinite(p))
+    return at::native::foreach_tensor_powsum_slow(self, ord, dtype);
   // powsum's order 0 is sum |x|^0 = numel (zeros included), unlike the norm's count of non-zeros
   const Order o = p == 0 ? Order{ReduceOp::Sum, ReducePre::AbsPow, ReducePost::None} : order_of(p);
   return launch(self, *out_dtype, o.op, o.pre, ReducePost::None, p);

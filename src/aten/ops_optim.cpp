@@ -1,6 +1,6 @@
 // Native fused optimizer steps: _fused_adam_, _fused_adamw_, _fused_sgd_ and _fused_adagrad_
-// (float and Tensor lr overloads), each a thin wrapper over one multi-tensor kernel call per dtype group
-// (src/kernels/optim.h); and the AMP grad-scaler ops they work with
+// (float and Tensor lr overloads), each a thin wrapper over one multi-tensor kernel call per
+// dtype group (src/kernels/optim.h); and the AMP grad-scaler ops they work with
 // (_amp_foreach_non_finite_check_and_unscale_, _amp_update_scale_), also on the device. Semantics are those of PyTorch's CUDA / CPU fused kernels:
 //   * state_steps are device tensors that the optimizer has already incremented; the kernel
 //     reads them on the device (bias corrections use the incremented step);

@@ -164,7 +164,8 @@ void foreach_reduce(Stream& stream, ReduceOp op, ComputeKind acc, const ForeachR
     push.count = static_cast<int32_t>(block.size());
     push.total_chunks = static_cast<int32_t>(chunks);
     uint64_t partials = 0;
-    if (chunks > 0) partials = allocator.allocate(static_cast<uint64_t>(chunks) * acc_size, stream.id());
+    if (chunks > 0)
+      partials = allocator.allocate(static_cast<uint64_t>(chunks) * acc_size, stream.id());
     try {
       push.partials = partials;
       if (chunks > 0)

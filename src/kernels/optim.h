@@ -28,7 +28,7 @@ struct OptimTensor {
   uint64_t state0 = 0;  // Adam: exp_avg; SGD: momentum buffer (with momentum); Adagrad: state_sum
   uint64_t state1 = 0;  // Adam: exp_avg_sq
   uint64_t state2 = 0;  // Adam: max_exp_avg_sq (amsgrad)
-  uint64_t step = 0;    // Adam, Adagrad: a float32 step count (the optimizer's, already incremented)
+  uint64_t step = 0;    // Adam, Adagrad: a float32 step count (already incremented)
   int64_t numel = 0;
 };
 
