@@ -13,6 +13,7 @@
 // A dense tensor is read as a flat run of numel elements from its data pointer; tensors of one
 // entry share sizes and strides, so the same flat index names the same element in each.
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/ForeachUtils.h>
 #include <ATen/ops/_foreach_abs_native.h>
 #include <ATen/ops/_foreach_add_native.h>
@@ -116,12 +117,15 @@ struct Slot {
 
 // Beyond CUDA's fast route: addcmul / addcdiv whose last list holds one 0-dim tensor per entry
 // (ASGD's per-parameter eta and mu) of the same dtype and device, the other lists taking the
-// fast route. Each 0-dim tensor is read as that entry's scalar operand (stride 0).
+// fast route. Each 0-dim tensor is read as that entry's scalar operand (stride 0), so it must
+// not share memory with its output (a 0-dim view into it: the per-tensor op raises).
 bool zero_dim_route(TensorList self, TensorList t1, TensorList t2, const Scalar& value) {
   if (!fast_route({self, t1}, {value}) || t2.size() != self.size()) return false;
   for (const at::Tensor& t : t2)
     if (t.dim() != 0 || t.device() != self[0].device() || t.scalar_type() != self[0].scalar_type())
       return false;
+  for (size_t j = 0; j < self.size(); ++j)
+    if (at::get_overlap_status(self[j], t2[j]) != at::MemOverlapStatus::No) return false;
   return true;
 }
 

@@ -6,7 +6,6 @@ import pytest
 import torch
 import torch_vk
 
-from helpers import check
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 # Shapes of one list: a 0-dim tensor, an empty one, and sizes spanning several chunks.
@@ -29,6 +28,15 @@ def make_list(dtype, seed, positive=False, shapes=SHAPES):
 
 def to_vk(tensors):
     return [t.to("vk") for t in tensors]
+
+
+def same_error(fn):
+    """fn("cpu") and fn("vk") raise the same exception type with the same message."""
+    with pytest.raises(Exception) as cpu_error:
+        fn("cpu")
+    with pytest.raises(type(cpu_error.value)) as vk_error:
+        fn("vk")
+    assert str(vk_error.value) == str(cpu_error.value)
 
 
 def dispatches(fn):
@@ -221,9 +229,9 @@ def test_slow_route_layouts_and_dtypes(strict_native):
 def test_errors_match_cpu():
     a = [torch.randn(3), torch.randn(2)]
     b = [torch.randn(3)]
-    check(lambda dev: torch._foreach_add([t.to(dev) for t in a], [t.to(dev) for t in b]))
-    check(lambda dev: torch._foreach_mul_([t.to(dev) for t in a], [1.0]))
-    check(lambda dev: torch._foreach_add([], 1.0))
+    same_error(lambda dev: torch._foreach_add([t.to(dev) for t in a], [t.to(dev) for t in b]))
+    same_error(lambda dev: torch._foreach_mul_([t.to(dev) for t in a], [1.0]))
+    same_error(lambda dev: torch._foreach_add([], 1.0))
 
 
 def test_optimizers_take_the_multi_tensor_route(strict_native):
@@ -316,14 +324,19 @@ def test_addcmul_with_zero_dim_tensors(strict_native):
         torch._foreach_addcmul_(params, inter, etas, value=-1)
         assert dispatches(lambda: torch._foreach_addcmul_(vk_params, vk_inter, vk_etas, value=-1)) == 1
         assert_lists_close(vk_params, params, dtype)
+    # a 0-dim view into the written tensor: the per-tensor route, which raises like the CPU
+    def overlapping(dev):
+        x = torch.ones(4, device=dev)
+        torch._foreach_addcmul_([x], [torch.ones(4, device=dev)], [x[1]])
+    same_error(overlapping)
 
 
 def test_new_ops_errors_match_cpu():
     a = [torch.randn(3), torch.randn(2)]
     b = [torch.randn(3)]
-    check(lambda dev: torch._foreach_maximum([t.to(dev) for t in a], [t.to(dev) for t in b]))
-    check(lambda dev: torch._foreach_clamp_min_([t.to(dev) for t in a], [1.0]))
-    check(lambda dev: torch._foreach_pow([t.to(dev) for t in a], [1.0, 2.0, 3.0]))
-    check(lambda dev: torch._foreach_copy_([t.to(dev) for t in a], [t.to(dev) for t in b]))
-    check(lambda dev: torch._foreach_log([]))
-    check(lambda dev: torch._foreach_pow(2.0, []))
+    same_error(lambda dev: torch._foreach_maximum([t.to(dev) for t in a], [t.to(dev) for t in b]))
+    same_error(lambda dev: torch._foreach_clamp_min_([t.to(dev) for t in a], [1.0]))
+    same_error(lambda dev: torch._foreach_pow([t.to(dev) for t in a], [1.0, 2.0, 3.0]))
+    same_error(lambda dev: torch._foreach_copy_([t.to(dev) for t in a], [t.to(dev) for t in b]))
+    same_error(lambda dev: torch._foreach_log([]))
+    same_error(lambda dev: torch._foreach_pow(2.0, []))

@@ -9,7 +9,6 @@ import pytest
 import torch
 import torch_vk
 
-from helpers import check
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 INF = float("inf")
@@ -31,6 +30,15 @@ def make_list(dtype, seed, shapes=SHAPES, zeros=True):
 
 def to_vk(tensors):
     return [t.to("vk") for t in tensors]
+
+
+def same_error(fn):
+    """fn("cpu") and fn("vk") raise the same exception type with the same message."""
+    with pytest.raises(Exception) as cpu_error:
+        fn("cpu")
+    with pytest.raises(type(cpu_error.value)) as vk_error:
+        fn("vk")
+    assert str(vk_error.value) == str(cpu_error.value)
 
 
 def dispatches(fn):
@@ -149,12 +157,12 @@ def test_slow_route(strict_native):
 
 def test_errors_match_cpu():
     a = [torch.randn(3), torch.zeros(0)]
-    check(lambda dev: torch._foreach_norm([], 2))
-    check(lambda dev: torch._foreach_max([t.to(dev) for t in a]))
-    check(lambda dev: torch._foreach_norm([t.to(dev) for t in a], INF))
-    check(lambda dev: torch._foreach_norm([t.to(dev) for t in a], -1))
-    check(lambda dev: torch._foreach_norm([torch.randn(3, device=dev)], 2, dtype=torch.float16))
-    check(lambda dev: torch._foreach_norm([torch.randn(3, device=dev)], 2, dtype=torch.int32))
+    same_error(lambda dev: torch._foreach_norm([], 2))
+    same_error(lambda dev: torch._foreach_max([t.to(dev) for t in a]))
+    same_error(lambda dev: torch._foreach_norm([t.to(dev) for t in a], INF))
+    same_error(lambda dev: torch._foreach_norm([t.to(dev) for t in a], -1))
+    same_error(lambda dev: torch._foreach_norm([torch.randn(3, device=dev)], 2, dtype=torch.float16))
+    same_error(lambda dev: torch._foreach_norm([torch.randn(3, device=dev)], 2, dtype=torch.int32))
 
 
 def make_grads(seed, nonfinite=None):
