@@ -8,6 +8,8 @@
 //   OP 1  AdamW   as Adam, but the decay is decoupled: p -= lr * wd * p before the update
 //   OP 2  SGD     g' = g (+ wd * p); with momentum: buf = first step ? g' : mu buf + (1 - damp) g',
 //                 g' = nesterov ? g' + mu buf : buf;  p -= lr * g'
+//   OP 5  Adagrad g' = g (+ wd * p);  sum += g'^2;  p -= clr * g' / (sqrt(sum) + eps),
+//                 clr = lr / (1 + (step - 1) * lr_decay)  (state0 = sum, step as for Adam)
 //   OP 3  AMP unscale (torch._amp_foreach_non_finite_check_and_unscale_): g *= inv_scale over
 //         the `param` entries, found_inf = 1 when any g is inf / NaN (before scaling)
 //   OP 4  AMP scale update (torch._amp_update_scale_), one invocation: scale at lr_addr,
@@ -66,6 +68,7 @@ layout(constant_id = 1) const int SPEC_DT = -1;
 #define H_EPS 4
 #define H_LOG_BETA1 5  // log(beta1) (host double): bc1 = -expm1(step * log(beta1))
 #define H_LOG_BETA2 6
+#define H_LR_DECAY 1   // Adagrad
 
 layout(push_constant) uniform Push {
   uint64_t table;       //  0
@@ -85,7 +88,7 @@ struct Entry {
   uint64_t state0;  // Adam: exp_avg; SGD: momentum buffer
   uint64_t state1;  // Adam: exp_avg_sq
   uint64_t state2;  // Adam: max_exp_avg_sq (amsgrad)
-  uint64_t step;    // Adam: float32 step count (already incremented by the optimizer)
+  uint64_t step;    // Adam, Adagrad: float32 step count (already incremented by the optimizer)
   int numel;
   int chunk_begin;
   int pad0;
@@ -183,6 +186,10 @@ void main() {
     const T bc2_sqrt = sqrt(-tvk_expm1(step * hyper(H_LOG_BETA2)));
     const T step_size = lr / bc1;
     const bool amsgrad = has(F_AMSGRAD);
+#elif OP == 5
+    const T eps = hyper(H_EPS);
+    const T step = T(load_f32(en.step, DT_FLOAT32, 0));
+    const T clr = lr / (T(1) + (step - T(1)) * hyper(H_LR_DECAY));
 #else
     const bool momentum = has(F_MOMENTUM), nesterov = has(F_NESTEROV), first = has(F_FIRST_STEP);
 #endif
@@ -218,6 +225,11 @@ void main() {
       p -= step_size * m / denom;
       STORE_T(en.state0, g_dt, i, m);
       STORE_T(en.state1, g_dt, i, v);
+#elif OP == 5
+      if (wd != T(0)) g += wd * p;
+      const T sum = LOAD_T(en.state0, g_dt, i) + g * g;
+      STORE_T(en.state0, g_dt, i, sum);
+      p -= clr * g / (sqrt(sum) + eps);
 #else
       if (wd != T(0)) g += wd * p;
       if (momentum) {

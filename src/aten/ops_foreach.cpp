@@ -13,6 +13,7 @@
 // A dense tensor is read as a flat run of numel elements from its data pointer; tensors of one
 // entry share sizes and strides, so the same flat index names the same element in each.
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/ForeachUtils.h>
 #include <ATen/ops/_foreach_abs_native.h>
 #include <ATen/ops/_foreach_add_native.h>
@@ -27,6 +28,37 @@
 #include <ATen/ops/_foreach_sqrt_native.h>
 #include <ATen/ops/_foreach_sub_native.h>
 #include <ATen/ops/_foreach_zero_native.h>
+#include <ATen/ops/_foreach_acos_native.h>
+#include <ATen/ops/_foreach_asin_native.h>
+#include <ATen/ops/_foreach_atan_native.h>
+#include <ATen/ops/_foreach_ceil_native.h>
+#include <ATen/ops/_foreach_cos_native.h>
+#include <ATen/ops/_foreach_cosh_native.h>
+#include <ATen/ops/_foreach_erf_native.h>
+#include <ATen/ops/_foreach_erfc_native.h>
+#include <ATen/ops/_foreach_expm1_native.h>
+#include <ATen/ops/_foreach_floor_native.h>
+#include <ATen/ops/_foreach_frac_native.h>
+#include <ATen/ops/_foreach_lgamma_native.h>
+#include <ATen/ops/_foreach_log_native.h>
+#include <ATen/ops/_foreach_log10_native.h>
+#include <ATen/ops/_foreach_log1p_native.h>
+#include <ATen/ops/_foreach_log2_native.h>
+#include <ATen/ops/_foreach_round_native.h>
+#include <ATen/ops/_foreach_rsqrt_native.h>
+#include <ATen/ops/_foreach_sigmoid_native.h>
+#include <ATen/ops/_foreach_sign_native.h>
+#include <ATen/ops/_foreach_sin_native.h>
+#include <ATen/ops/_foreach_sinh_native.h>
+#include <ATen/ops/_foreach_tan_native.h>
+#include <ATen/ops/_foreach_tanh_native.h>
+#include <ATen/ops/_foreach_trunc_native.h>
+#include <ATen/ops/_foreach_clamp_max_native.h>
+#include <ATen/ops/_foreach_clamp_min_native.h>
+#include <ATen/ops/_foreach_copy_native.h>
+#include <ATen/ops/_foreach_maximum_native.h>
+#include <ATen/ops/_foreach_minimum_native.h>
+#include <ATen/ops/_foreach_pow_native.h>
 #include <torch/library.h>
 
 #include <vector>
@@ -69,7 +101,8 @@ bool device_scalar_ok(const at::Tensor& scalar, TensorList self) {
 
 // One operand slot of a list launch.
 struct Slot {
-  enum class Kind { List, Scalar, ScalarList, DeviceScalar } kind;
+  // ZeroDimList: a list of 0-dim tensors, each entry's scalar operand read where it is.
+  enum class Kind { List, Scalar, ScalarList, DeviceScalar, ZeroDimList } kind;
   TensorList list{};
   Scalar scalar{};
   at::ArrayRef<Scalar> scalars{};
@@ -79,7 +112,22 @@ struct Slot {
   static Slot of(const Scalar& s) { return {Kind::Scalar, {}, s}; }
   static Slot of(at::ArrayRef<Scalar> s) { return {Kind::ScalarList, {}, {}, s}; }
   static Slot of(const at::Tensor& t) { return {Kind::DeviceScalar, {}, {}, {}, &t}; }
+  static Slot zero_dim(TensorList l) { return {Kind::ZeroDimList, l}; }
 };
+
+// Beyond CUDA's fast route: addcmul / addcdiv whose last list holds one 0-dim tensor per entry
+// (ASGD's per-parameter eta and mu) of the same dtype and device, the other lists taking the
+// fast route. Each 0-dim tensor is read as that entry's scalar operand (stride 0), so it must
+// not share memory with its output (a 0-dim view into it: the per-tensor op raises).
+bool zero_dim_route(TensorList self, TensorList t1, TensorList t2, const Scalar& value) {
+  if (!fast_route({self, t1}, {value}) || t2.size() != self.size()) return false;
+  for (const at::Tensor& t : t2)
+    if (t.dim() != 0 || t.device() != self[0].device() || t.scalar_type() != self[0].scalar_type())
+      return false;
+  for (size_t j = 0; j < self.size(); ++j)
+    if (at::get_overlap_status(self[j], t2[j]) != at::MemOverlapStatus::No) return false;
+  return true;
+}
 
 // Uploads host scalars in the compute type (as launch_elementwise does for CPU scalars) and
 // returns the device address of the first.
@@ -115,6 +163,7 @@ void launch_list(const char* op, TensorList out, std::initializer_list<Slot> inp
   for (const Slot& in : inputs) {
     switch (in.kind) {
       case Slot::Kind::List:
+      case Slot::Kind::ZeroDimList:
         dtypes[slot] = vk_dtype(in.list[0].scalar_type(), op);
         break;
       case Slot::Kind::Scalar:
@@ -148,6 +197,9 @@ void launch_list(const char* op, TensorList out, std::initializer_list<Slot> inp
           break;
         case Slot::Kind::ScalarList:
           e.address[k] = base[k] + j * scalar_bytes;
+          break;
+        case Slot::Kind::ZeroDimList:
+          e.address[k] = reinterpret_cast<uint64_t>(in.list[j].const_data_ptr());
           break;
         default:
           e.address[k] = base[k];
@@ -292,17 +344,23 @@ TVK_FOREACH_TENSOR(div, "div")
 #define TVK_FOREACH_ADDC(NAME)                                                              \
   void NAME##_scalar_(TensorList self, TensorList t1, TensorList t2, const Scalar& value) { \
     at::native::check_foreach_api_restrictions(self, t1, t2);                              \
-    if (!fast_route({self, t1, t2}, {value}))                                               \
+    const bool dense = fast_route({self, t1, t2}, {value});                                 \
+    if (!dense && !zero_dim_route(self, t1, t2, value))                                     \
       return at::native::foreach_tensor_##NAME##_scalar_slow_(self, t1, t2, value);         \
-    launch_list(#NAME, self, {Slot::of(self), Slot::of(t1), Slot::of(t2)}, s0_of(value));  \
+    launch_list(#NAME, self,                                                                \
+                {Slot::of(self), Slot::of(t1), dense ? Slot::of(t2) : Slot::zero_dim(t2)},  \
+                s0_of(value));                                                              \
   }                                                                                         \
   std::vector<at::Tensor> NAME##_scalar(TensorList self, TensorList t1, TensorList t2,      \
                                         const Scalar& value) {                              \
     at::native::check_foreach_api_restrictions(self, t1, t2);                              \
-    if (!fast_route({self, t1, t2}, {value}))                                               \
+    const bool dense = fast_route({self, t1, t2}, {value});                                 \
+    if (!dense && !zero_dim_route(self, t1, t2, value))                                     \
       return at::native::foreach_tensor_##NAME##_scalar_slow(self, t1, t2, value);          \
     auto out = empty_like_all(self);                                                        \
-    launch_list(#NAME, out, {Slot::of(self), Slot::of(t1), Slot::of(t2)}, s0_of(value));   \
+    launch_list(#NAME, out,                                                                 \
+                {Slot::of(self), Slot::of(t1), dense ? Slot::of(t2) : Slot::zero_dim(t2)},  \
+                s0_of(value));                                                              \
     return out;                                                                             \
   }                                                                                         \
   void NAME##_scalarlist_(TensorList self, TensorList t1, TensorList t2,                    \
@@ -402,7 +460,143 @@ TVK_FOREACH_UNARY(neg)
 TVK_FOREACH_UNARY(abs)
 TVK_FOREACH_UNARY(exp)
 TVK_FOREACH_UNARY(reciprocal)
+TVK_FOREACH_UNARY(acos)
+TVK_FOREACH_UNARY(asin)
+TVK_FOREACH_UNARY(atan)
+TVK_FOREACH_UNARY(ceil)
+TVK_FOREACH_UNARY(cos)
+TVK_FOREACH_UNARY(cosh)
+TVK_FOREACH_UNARY(erf)
+TVK_FOREACH_UNARY(erfc)
+TVK_FOREACH_UNARY(expm1)
+TVK_FOREACH_UNARY(floor)
+TVK_FOREACH_UNARY(frac)
+TVK_FOREACH_UNARY(lgamma)
+TVK_FOREACH_UNARY(log)
+TVK_FOREACH_UNARY(log10)
+TVK_FOREACH_UNARY(log1p)
+TVK_FOREACH_UNARY(log2)
+TVK_FOREACH_UNARY(round)
+TVK_FOREACH_UNARY(rsqrt)
+TVK_FOREACH_UNARY(sigmoid)
+TVK_FOREACH_UNARY(sign)
+TVK_FOREACH_UNARY(sin)
+TVK_FOREACH_UNARY(sinh)
+TVK_FOREACH_UNARY(tan)
+TVK_FOREACH_UNARY(tanh)
+TVK_FOREACH_UNARY(trunc)
 #undef TVK_FOREACH_UNARY
+
+// ---- maximum / minimum and their aliases clamp_min / clamp_max: NaN-propagating, with a
+// scalar, a scalar list or a tensor list (PyTorch's slow routes are the clamp_* ones) ----
+#define TVK_FOREACH_MINMAX(NAME, OP)                                                        \
+  void NAME##_scalar_(TensorList self, const Scalar& scalar) {                              \
+    at::native::check_foreach_api_restrictions(self);                                      \
+    if (!fast_route({self}, {scalar}))                                                      \
+      return at::native::foreach_tensor_##NAME##_scalar_kernel_slow_(self, scalar);         \
+    launch_list(OP, self, {Slot::of(self), Slot::of(scalar)});                             \
+  }                                                                                         \
+  std::vector<at::Tensor> NAME##_scalar(TensorList self, const Scalar& scalar) {            \
+    at::native::check_foreach_api_restrictions(self);                                      \
+    if (!fast_route({self}, {scalar}))                                                      \
+      return at::native::foreach_tensor_##NAME##_scalar_kernel_slow(self, scalar);          \
+    auto out = empty_like_all(self);                                                        \
+    launch_list(OP, out, {Slot::of(self), Slot::of(scalar)});                              \
+    return out;                                                                             \
+  }                                                                                         \
+  void NAME##_scalarlist_(TensorList self, at::ArrayRef<Scalar> scalars) {                  \
+    at::native::check_foreach_api_restrictions(self, scalars);                             \
+    if (!fast_route({self}, scalars))                                                       \
+      return at::native::foreach_tensor_##NAME##_scalarlist_kernel_slow_(self, scalars);    \
+    launch_list(OP, self, {Slot::of(self), Slot::of(scalars)});                            \
+  }                                                                                         \
+  std::vector<at::Tensor> NAME##_scalarlist(TensorList self, at::ArrayRef<Scalar> scalars) { \
+    at::native::check_foreach_api_restrictions(self, scalars);                             \
+    if (!fast_route({self}, scalars))                                                       \
+      return at::native::foreach_tensor_##NAME##_scalarlist_kernel_slow(self, scalars);     \
+    auto out = empty_like_all(self);                                                        \
+    launch_list(OP, out, {Slot::of(self), Slot::of(scalars)});                             \
+    return out;                                                                             \
+  }                                                                                         \
+  void NAME##_list_(TensorList self, TensorList other) {                                    \
+    at::native::check_foreach_api_restrictions(self, other);                               \
+    if (!fast_route({self, other}))                                                         \
+      return at::native::foreach_tensor_##NAME##_list_kernel_slow_(self, other);            \
+    launch_list(OP, self, {Slot::of(self), Slot::of(other)});                              \
+  }                                                                                         \
+  std::vector<at::Tensor> NAME##_list(TensorList self, TensorList other) {                  \
+    at::native::check_foreach_api_restrictions(self, other);                               \
+    if (!fast_route({self, other}))                                                         \
+      return at::native::foreach_tensor_##NAME##_list_kernel_slow(self, other);             \
+    auto out = empty_like_all(self);                                                        \
+    launch_list(OP, out, {Slot::of(self), Slot::of(other)});                               \
+    return out;                                                                             \
+  }
+TVK_FOREACH_MINMAX(clamp_min, "maximum")
+TVK_FOREACH_MINMAX(clamp_max, "minimum")
+#undef TVK_FOREACH_MINMAX
+
+// ---- pow: list ** scalar / scalar list / list, and scalar ** list ----
+void pow_scalar_(TensorList self, const Scalar& exponent) {
+  at::native::check_foreach_api_restrictions(self);
+  if (!fast_route({self}, {exponent}))
+    return at::native::foreach_tensor_pow_scalar_kernel_slow_(self, exponent);
+  launch_list("pow", self, {Slot::of(self), Slot::of(exponent)});
+}
+std::vector<at::Tensor> pow_scalar(TensorList self, const Scalar& exponent) {
+  at::native::check_foreach_api_restrictions(self);
+  if (!fast_route({self}, {exponent}))
+    return at::native::foreach_tensor_pow_scalar_kernel_slow(self, exponent);
+  auto out = empty_like_all(self);
+  launch_list("pow", out, {Slot::of(self), Slot::of(exponent)});
+  return out;
+}
+void pow_scalarlist_(TensorList self, at::ArrayRef<Scalar> exponents) {
+  at::native::check_foreach_api_restrictions(self, exponents);
+  if (!fast_route({self}, exponents))
+    return at::native::foreach_tensor_pow_scalarlist_kernel_slow_(self, exponents);
+  launch_list("pow", self, {Slot::of(self), Slot::of(exponents)});
+}
+std::vector<at::Tensor> pow_scalarlist(TensorList self, at::ArrayRef<Scalar> exponents) {
+  at::native::check_foreach_api_restrictions(self, exponents);
+  if (!fast_route({self}, exponents))
+    return at::native::foreach_tensor_pow_scalarlist_kernel_slow(self, exponents);
+  auto out = empty_like_all(self);
+  launch_list("pow", out, {Slot::of(self), Slot::of(exponents)});
+  return out;
+}
+void pow_list_(TensorList self, TensorList exponents) {
+  at::native::check_foreach_api_restrictions(self, exponents);
+  if (!fast_route({self, exponents}))
+    return at::native::foreach_tensor_pow_list_kernel_slow_(self, exponents);
+  launch_list("pow", self, {Slot::of(self), Slot::of(exponents)});
+}
+std::vector<at::Tensor> pow_list(TensorList self, TensorList exponents) {
+  at::native::check_foreach_api_restrictions(self, exponents);
+  if (!fast_route({self, exponents}))
+    return at::native::foreach_tensor_pow_list_kernel_slow(self, exponents);
+  auto out = empty_like_all(self);
+  launch_list("pow", out, {Slot::of(self), Slot::of(exponents)});
+  return out;
+}
+// base ** exponents[j] (functional only).
+std::vector<at::Tensor> scalar_pow_list(const Scalar& base, TensorList exponents) {
+  at::native::check_foreach_api_restrictions(exponents);
+  if (!fast_route({exponents}, {base}))
+    return at::native::foreach_scalar_pow_list_kernel_slow(base, exponents);
+  auto out = empty_like_all(exponents);
+  launch_list("pow", out, {Slot::of(base), Slot::of(exponents)});
+  return out;
+}
+
+// ---- copy_: self[j] <- src[j] (one dtype, one device, dense matching layouts on the fast
+// route; a CPU source or a dtype change takes the per-tensor copies) ----
+void copy_(TensorList self, TensorList src, bool non_blocking) {
+  at::native::check_foreach_api_restrictions(self, src);
+  if (!fast_route({self, src}))
+    return at::native::foreach_tensor_copy_list_kernel_slow_(self, src, non_blocking);
+  launch_list("copy", self, {Slot::of(src)});
+}
 
 void zero_(TensorList self) {
   at::native::check_foreach_api_restrictions(self);
@@ -473,6 +667,88 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TVK_REG("_foreach_reciprocal", reciprocal)
   TVK_REG("_foreach_reciprocal_", reciprocal_)
   TVK_REG("_foreach_zero_", zero_)
+  TVK_REG("_foreach_acos", acos)
+  TVK_REG("_foreach_acos_", acos_)
+  TVK_REG("_foreach_asin", asin)
+  TVK_REG("_foreach_asin_", asin_)
+  TVK_REG("_foreach_atan", atan)
+  TVK_REG("_foreach_atan_", atan_)
+  TVK_REG("_foreach_ceil", ceil)
+  TVK_REG("_foreach_ceil_", ceil_)
+  TVK_REG("_foreach_cos", cos)
+  TVK_REG("_foreach_cos_", cos_)
+  TVK_REG("_foreach_cosh", cosh)
+  TVK_REG("_foreach_cosh_", cosh_)
+  TVK_REG("_foreach_erf", erf)
+  TVK_REG("_foreach_erf_", erf_)
+  TVK_REG("_foreach_erfc", erfc)
+  TVK_REG("_foreach_erfc_", erfc_)
+  TVK_REG("_foreach_expm1", expm1)
+  TVK_REG("_foreach_expm1_", expm1_)
+  TVK_REG("_foreach_floor", floor)
+  TVK_REG("_foreach_floor_", floor_)
+  TVK_REG("_foreach_frac", frac)
+  TVK_REG("_foreach_frac_", frac_)
+  TVK_REG("_foreach_lgamma", lgamma)
+  TVK_REG("_foreach_lgamma_", lgamma_)
+  TVK_REG("_foreach_log", log)
+  TVK_REG("_foreach_log_", log_)
+  TVK_REG("_foreach_log10", log10)
+  TVK_REG("_foreach_log10_", log10_)
+  TVK_REG("_foreach_log1p", log1p)
+  TVK_REG("_foreach_log1p_", log1p_)
+  TVK_REG("_foreach_log2", log2)
+  TVK_REG("_foreach_log2_", log2_)
+  TVK_REG("_foreach_round", round)
+  TVK_REG("_foreach_round_", round_)
+  TVK_REG("_foreach_rsqrt", rsqrt)
+  TVK_REG("_foreach_rsqrt_", rsqrt_)
+  TVK_REG("_foreach_sigmoid", sigmoid)
+  TVK_REG("_foreach_sigmoid_", sigmoid_)
+  TVK_REG("_foreach_sign", sign)
+  TVK_REG("_foreach_sign_", sign_)
+  TVK_REG("_foreach_sin", sin)
+  TVK_REG("_foreach_sin_", sin_)
+  TVK_REG("_foreach_sinh", sinh)
+  TVK_REG("_foreach_sinh_", sinh_)
+  TVK_REG("_foreach_tan", tan)
+  TVK_REG("_foreach_tan_", tan_)
+  TVK_REG("_foreach_tanh", tanh)
+  TVK_REG("_foreach_tanh_", tanh_)
+  TVK_REG("_foreach_trunc", trunc)
+  TVK_REG("_foreach_trunc_", trunc_)
+  TVK_REG("_foreach_clamp_min.Scalar", clamp_min_scalar)
+  TVK_REG("_foreach_clamp_min_.Scalar", clamp_min_scalar_)
+  TVK_REG("_foreach_clamp_min.ScalarList", clamp_min_scalarlist)
+  TVK_REG("_foreach_clamp_min_.ScalarList", clamp_min_scalarlist_)
+  TVK_REG("_foreach_clamp_min.List", clamp_min_list)
+  TVK_REG("_foreach_clamp_min_.List", clamp_min_list_)
+  TVK_REG("_foreach_clamp_max.Scalar", clamp_max_scalar)
+  TVK_REG("_foreach_clamp_max_.Scalar", clamp_max_scalar_)
+  TVK_REG("_foreach_clamp_max.ScalarList", clamp_max_scalarlist)
+  TVK_REG("_foreach_clamp_max_.ScalarList", clamp_max_scalarlist_)
+  TVK_REG("_foreach_clamp_max.List", clamp_max_list)
+  TVK_REG("_foreach_clamp_max_.List", clamp_max_list_)
+  TVK_REG("_foreach_maximum.Scalar", clamp_min_scalar)
+  TVK_REG("_foreach_maximum_.Scalar", clamp_min_scalar_)
+  TVK_REG("_foreach_maximum.ScalarList", clamp_min_scalarlist)
+  TVK_REG("_foreach_maximum_.ScalarList", clamp_min_scalarlist_)
+  TVK_REG("_foreach_maximum.List", clamp_min_list)
+  TVK_REG("_foreach_maximum_.List", clamp_min_list_)
+  TVK_REG("_foreach_minimum.Scalar", clamp_max_scalar)
+  TVK_REG("_foreach_minimum_.Scalar", clamp_max_scalar_)
+  TVK_REG("_foreach_minimum.ScalarList", clamp_max_scalarlist)
+  TVK_REG("_foreach_minimum_.ScalarList", clamp_max_scalarlist_)
+  TVK_REG("_foreach_minimum.List", clamp_max_list)
+  TVK_REG("_foreach_minimum_.List", clamp_max_list_)
+  TVK_REG("_foreach_pow.Scalar", pow_scalar)
+  TVK_REG("_foreach_pow_.Scalar", pow_scalar_)
+  TVK_REG("_foreach_pow.ScalarList", pow_scalarlist)
+  TVK_REG("_foreach_pow_.ScalarList", pow_scalarlist_)
+  TVK_REG("_foreach_pow.List", pow_list)
+  TVK_REG("_foreach_pow_.List", pow_list_)
+  TVK_REG("_foreach_pow.ScalarAndTensor", scalar_pow_list)
+  TVK_REG("_foreach_copy_", copy_)
 #undef TVK_REG
 }
 

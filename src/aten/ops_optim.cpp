@@ -1,6 +1,6 @@
-// Native fused optimizer steps: _fused_adam_, _fused_adamw_ and _fused_sgd_ (float and Tensor
-// lr overloads), each a thin wrapper over one multi-tensor kernel call per dtype group
-// (src/kernels/optim.h); and the AMP grad-scaler ops they work with
+// Native fused optimizer steps: _fused_adam_, _fused_adamw_, _fused_sgd_ and _fused_adagrad_
+// (float and Tensor lr overloads), each a thin wrapper over one multi-tensor kernel call per
+// dtype group (src/kernels/optim.h); and the AMP grad-scaler ops they work with
 // (_amp_foreach_non_finite_check_and_unscale_, _amp_update_scale_), also on the device. Semantics are those of PyTorch's CUDA / CPU fused kernels:
 //   * state_steps are device tensors that the optimizer has already incremented; the kernel
 //     reads them on the device (bias corrections use the incremented step);
@@ -206,7 +206,73 @@ void fused_sgd_impl(at::TensorList params, at::TensorList grads, at::TensorList 
   });
 }
 
+// Adagrad (torch.optim.Adagrad(fused=True)): state_sums and state_steps as Adam's states.
+void fused_adagrad_impl(at::TensorList params, at::TensorList grads, at::TensorList state_sums,
+                        at::TensorList state_steps, double lr, const at::Tensor* lr_tensor,
+                        double lr_decay, double weight_decay, double eps, bool maximize,
+                        const std::optional<at::Tensor>& grad_scale,
+                        const std::optional<at::Tensor>& found_inf) {
+  const char* op = "_fused_adagrad_";
+  const size_t n = params.size();
+  TORCH_CHECK(grads.size() == n && state_sums.size() == n && state_steps.size() == n, op,
+              ": all tensor lists must have the same length");
+  if (n == 0) return;
+  const at::Device device = params[0].device();
+  if (lr_tensor && lr_tensor->device().is_cpu()) {
+    lr = lr_tensor->item<double>();
+    lr_tensor = nullptr;
+  }
+  const Scalars scalars = device_scalars(device, lr_tensor, grad_scale, found_inf, op);
+  std::vector<at::Tensor> steps_f32(n);  // keeps converted step counts alive while recording
+  for_each_dtype_group(params, op, [&](at::ScalarType dtype, const std::vector<size_t>& idx) {
+    OptimStep step;
+    step.op = OptimOp::Adagrad;
+    step.kind = dtype == at::kDouble ? kernels::ComputeKind::Float64 : kernels::ComputeKind::Float32;
+    step.dtype = vk_dtype(dtype, op);
+    step.lr = lr;
+    step.beta1 = lr_decay;
+    step.weight_decay = weight_decay;
+    step.eps = eps;
+    step.maximize = maximize;
+    fill_scalars(step, scalars, op);
+    for (size_t i : idx) {
+      const at::Tensor& p = params[i];
+      check_like_param(p, grads[i], "grad", op);
+      check_like_param(p, state_sums[i], "state_sum", op);
+      const at::Tensor& s = state_steps[i];
+      TORCH_CHECK(s.device() == device && s.numel() == 1, op,
+                  ": state_steps must be one-element tensors on ", device);
+      steps_f32[i] = s.scalar_type() == at::kFloat ? s : s.to(at::kFloat);
+      OptimTensor t;
+      t.param = address_of(p, op);
+      t.grad = address_of(grads[i], op);
+      t.state0 = address_of(state_sums[i], op);
+      t.step = address_of(steps_f32[i], op);
+      t.numel = p.numel();
+      if (t.numel == 0) continue;
+      step.tensors.push_back(t);
+    }
+    record(step, device);
+  });
+}
+
 // ---- registered overloads ----
+
+void fused_adagrad(at::TensorList self, at::TensorList grads, at::TensorList state_sums,
+                   at::TensorList state_steps, double lr, double lr_decay, double weight_decay,
+                   double eps, bool maximize, const std::optional<at::Tensor>& grad_scale,
+                   const std::optional<at::Tensor>& found_inf) {
+  fused_adagrad_impl(self, grads, state_sums, state_steps, lr, nullptr, lr_decay, weight_decay,
+                     eps, maximize, grad_scale, found_inf);
+}
+void fused_adagrad_tensor_lr(at::TensorList self, at::TensorList grads, at::TensorList state_sums,
+                             at::TensorList state_steps, const at::Tensor& lr, double lr_decay,
+                             double weight_decay, double eps, bool maximize,
+                             const std::optional<at::Tensor>& grad_scale,
+                             const std::optional<at::Tensor>& found_inf) {
+  fused_adagrad_impl(self, grads, state_sums, state_steps, 0.0, &lr, lr_decay, weight_decay, eps,
+                     maximize, grad_scale, found_inf);
+}
 
 void fused_adam(at::TensorList self, at::TensorList grads, at::TensorList exp_avgs,
                 at::TensorList exp_avg_sqs, at::TensorList max_exp_avg_sqs,
@@ -336,6 +402,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_fused_adamw_", TORCH_FN(fused_adamw));
   m.impl("_fused_adamw_.tensor_lr", TORCH_FN(fused_adamw_tensor_lr));
   m.impl("_fused_sgd_", TORCH_FN(fused_sgd));
+  m.impl("_fused_adagrad_", TORCH_FN(fused_adagrad));
+  m.impl("_fused_adagrad_.tensor_lr", TORCH_FN(fused_adagrad_tensor_lr));
   m.impl("_fused_sgd_.tensor_lr", TORCH_FN(fused_sgd_tensor_lr));
 }
 

@@ -65,6 +65,7 @@ const char* op_name(OptimOp op) {
     case OptimOp::Adam: return "adam";
     case OptimOp::AdamW: return "adamw";
     case OptimOp::Sgd: return "sgd";
+    case OptimOp::Adagrad: return "adagrad";
   }
   return "?";
 }
@@ -109,7 +110,8 @@ void dispatch_tables(Stream& stream, VkPipeline pipeline, const std::vector<Opti
 
 void optim_step(Stream& stream, const OptimStep& s) {
   const int opi = static_cast<int>(s.op);
-  if (opi < 0 || opi > 2) invalid(kWhere, "invalid op " + std::to_string(opi));
+  if (opi < 0 || (opi > 2 && s.op != OptimOp::Adagrad))
+    invalid(kWhere, "invalid op " + std::to_string(opi));
   if (s.kind != ComputeKind::Float32 && s.kind != ComputeKind::Float64)
     invalid(kWhere, "the kind must be Float32 or Float64");
   const bool f64 = s.kind == ComputeKind::Float64;
@@ -124,7 +126,8 @@ void optim_step(Stream& stream, const OptimStep& s) {
   if (s.grad_scale) check_address(s.grad_scale, 4, "grad_scale");
   if (s.found_inf) check_address(s.found_inf, 4, "found_inf");
 
-  const bool adam = s.op != OptimOp::Sgd;
+  const bool adam = s.op == OptimOp::Adam || s.op == OptimOp::AdamW;
+  const bool sgd = s.op == OptimOp::Sgd;
   const uint64_t esize = dtype_size(s.dtype);
   std::vector<OptimTensor> work;
   work.reserve(s.tensors.size());
@@ -139,6 +142,9 @@ void optim_step(Stream& stream, const OptimStep& s) {
       check_address(t.state1, esize, "exp_avg_sq");
       if (s.amsgrad) check_address(t.state2, esize, "max_exp_avg_sq");
       check_address(t.step, 4, "state_step");
+    } else if (s.op == OptimOp::Adagrad) {
+      check_address(t.state0, esize, "state_sum");
+      check_address(t.step, 4, "state_step");
     } else if (s.momentum) {
       check_address(t.state0, esize, "momentum_buffer");
     }
@@ -152,9 +158,9 @@ void optim_step(Stream& stream, const OptimStep& s) {
   if (s.grad_scale) flags |= kGradScale;
   if (s.found_inf) flags |= kFoundInf;
   if (s.lr_tensor) flags |= kLrTensor;
-  if (!adam && s.momentum) flags |= kMomentum;
-  if (!adam && s.nesterov) flags |= kNesterov;
-  if (!adam && s.first_step) flags |= kFirstStep;
+  if (sgd && s.momentum) flags |= kMomentum;
+  if (sgd && s.nesterov) flags |= kNesterov;
+  if (sgd && s.first_step) flags |= kFirstStep;
 
   const double hyper[8] = {s.lr, s.beta1, s.beta2, s.weight_decay, s.eps,
                            log_or_neg_inf(s.beta1), log_or_neg_inf(s.beta2), 0.0};

@@ -17,17 +17,18 @@ class Stream;
 
 namespace tvk::kernels {
 
-enum class OptimOp : int32_t { Adam = 0, AdamW = 1, Sgd = 2 };
+// The values are the shader's OP codes (3 and 4 are the AMP ops).
+enum class OptimOp : int32_t { Adam = 0, AdamW = 1, Sgd = 2, Adagrad = 5 };
 
 // One parameter tensor and its state, all contiguous with `numel` elements of the step's
 // dtype. Addresses that an op or configuration does not use must be 0.
 struct OptimTensor {
   uint64_t param = 0;
   uint64_t grad = 0;
-  uint64_t state0 = 0;  // Adam: exp_avg; SGD: momentum buffer (with momentum)
+  uint64_t state0 = 0;  // Adam: exp_avg; SGD: momentum buffer (with momentum); Adagrad: state_sum
   uint64_t state1 = 0;  // Adam: exp_avg_sq
   uint64_t state2 = 0;  // Adam: max_exp_avg_sq (amsgrad)
-  uint64_t step = 0;    // Adam: a float32 step count (the optimizer's, already incremented)
+  uint64_t step = 0;    // Adam, Adagrad: a float32 step count (already incremented)
   int64_t numel = 0;
 };
 
@@ -38,7 +39,7 @@ struct OptimStep {
   DType dtype = DType::Float32;  // params, grads and state
   std::vector<OptimTensor> tensors;
   double lr = 0;
-  double beta1 = 0;     // SGD: momentum
+  double beta1 = 0;     // SGD: momentum; Adagrad: lr_decay
   double beta2 = 0;     // SGD: dampening
   double weight_decay = 0;
   double eps = 0;

@@ -6,7 +6,6 @@ import pytest
 import torch
 import torch_vk
 
-from helpers import check
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 # Shapes of one list: a 0-dim tensor, an empty one, and sizes spanning several chunks.
@@ -14,11 +13,14 @@ SHAPES = [(), (0,), (5,), (3, 7), (2, 3, 4), (4100,)]
 
 
 def make_list(dtype, seed, positive=False, shapes=SHAPES):
+    """Normal values; positive=True: in [0.5, ...); positive="unit": in (-0.9, 0.9)."""
     g = torch.Generator().manual_seed(seed)
     out = []
     for shape in shapes:
         t = torch.randn(shape, generator=g, dtype=torch.float64)
-        if positive:
+        if positive == "unit":
+            t = 0.9 * torch.tanh(t)
+        elif positive:
             t = t.abs() + 0.5
         out.append(t.to(dtype))
     return out
@@ -26,6 +28,15 @@ def make_list(dtype, seed, positive=False, shapes=SHAPES):
 
 def to_vk(tensors):
     return [t.to("vk") for t in tensors]
+
+
+def same_error(fn):
+    """fn("cpu") and fn("vk") raise the same exception type with the same message."""
+    with pytest.raises(Exception) as cpu_error:
+        fn("cpu")
+    with pytest.raises(type(cpu_error.value)) as vk_error:
+        fn("vk")
+    assert str(vk_error.value) == str(cpu_error.value)
 
 
 def dispatches(fn):
@@ -75,11 +86,39 @@ CASES = [
     ("_foreach_abs", 1, lambda: {}, False),
     ("_foreach_exp", 1, lambda: {}, False),
     ("_foreach_reciprocal", 1, lambda: {}, True),
+    # maximum / minimum and their clamp_* aliases
+    ("_foreach_maximum", 2, lambda: {}, False),
+    ("_foreach_maximum", 1, lambda: dict(scalar=0.25), False),
+    ("_foreach_maximum", 1, lambda: dict(scalars=[0.3 * i - 0.5 for i in range(N)]), False),
+    ("_foreach_minimum", 2, lambda: {}, False),
+    ("_foreach_minimum", 1, lambda: dict(scalar=-0.25), False),
+    ("_foreach_minimum", 1, lambda: dict(scalars=[0.2 * i - 0.5 for i in range(N)]), False),
+    ("_foreach_clamp_min", 2, lambda: {}, False),
+    ("_foreach_clamp_min", 1, lambda: dict(scalar=-0.5), False),
+    ("_foreach_clamp_min", 1, lambda: dict(scalars=[0.1 * i for i in range(N)]), False),
+    ("_foreach_clamp_max", 2, lambda: {}, False),
+    ("_foreach_clamp_max", 1, lambda: dict(scalar=0.5), False),
+    ("_foreach_clamp_max", 1, lambda: dict(scalars=[-0.1 * i for i in range(N)]), False),
+    # pow: list ** list / scalar / scalar list (positive bases), scalar ** list
+    ("_foreach_pow", 2, lambda: {}, True),
+    ("_foreach_pow", 1, lambda: dict(scalar=2.5), True),
+    ("_foreach_pow", 1, lambda: dict(scalar=2), False),
+    ("_foreach_pow", 1, lambda: dict(scalars=[0.5 * i - 1 for i in range(N)]), True),
+    ("_foreach_pow", 1, lambda: dict(base=1.5), False),
 ]
+# Unary math ops (op, input domain): functional and in place in one test each.
+UNARY = [
+    ("sign", False), ("floor", False), ("ceil", False), ("round", False), ("trunc", False),
+    ("frac", False), ("expm1", False), ("log", True), ("log2", True), ("log10", True),
+    ("log1p", True), ("rsqrt", True), ("sigmoid", False), ("tanh", False), ("sin", False),
+    ("cos", False), ("tan", False), ("asin", "unit"), ("acos", "unit"), ("atan", False),
+    ("sinh", False), ("cosh", False), ("erf", False), ("erfc", False), ("lgamma", True)]
 
 
 def call(name, inplace, lists, extra):
     fn = getattr(torch, name + ("_" if inplace else ""))
+    if "base" in extra:  # _foreach_pow.ScalarAndTensor (functional only)
+        return fn(extra["base"], list(lists[0]))
     args = list(lists)
     if "scalars" in extra:
         args.append(extra["scalars"])
@@ -97,6 +136,8 @@ def call(name, inplace, lists, extra):
 def test_matches_cpu_in_one_dispatch(strict_native, case, dtype, inplace):
     name, nlists, extra_fn, positive = case
     extra = extra_fn()
+    if inplace and "base" in extra:
+        pytest.skip("_foreach_pow.ScalarAndTensor has no in-place form")
     cpu_lists = [make_list(dtype, seed=k, positive=positive or k > 0) for k in range(nlists)]
     vk_lists = [to_vk(l) for l in cpu_lists]
     if name == "_foreach_lerp" and nlists == 3:  # weights in [0, 1]
@@ -116,6 +157,20 @@ def test_matches_cpu_in_one_dispatch(strict_native, case, dtype, inplace):
         # inputs unchanged
         for v, c in zip(vk_lists, cpu_lists):
             assert_lists_close(v, c, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("op,domain", UNARY, ids=[u[0] for u in UNARY])
+def test_unary_math_ops(strict_native, op, domain, dtype):
+    cpu = make_list(dtype, seed=3, positive=domain)
+    vk = to_vk(cpu)
+    result = {}
+    assert dispatches(lambda: result.update(out=getattr(torch, f"_foreach_{op}")(vk))) == 1
+    assert_lists_close(result["out"], getattr(torch, f"_foreach_{op}")(cpu), dtype)
+    assert_lists_close(vk, cpu, dtype)  # input unchanged
+    assert dispatches(lambda: getattr(torch, f"_foreach_{op}_")(vk)) == 1
+    getattr(torch, f"_foreach_{op}_")(cpu)
+    assert_lists_close(vk, cpu, dtype)
 
 
 def test_tensor_scalar_overloads(strict_native):
@@ -174,9 +229,9 @@ def test_slow_route_layouts_and_dtypes(strict_native):
 def test_errors_match_cpu():
     a = [torch.randn(3), torch.randn(2)]
     b = [torch.randn(3)]
-    check(lambda dev: torch._foreach_add([t.to(dev) for t in a], [t.to(dev) for t in b]))
-    check(lambda dev: torch._foreach_mul_([t.to(dev) for t in a], [1.0]))
-    check(lambda dev: torch._foreach_add([], 1.0))
+    same_error(lambda dev: torch._foreach_add([t.to(dev) for t in a], [t.to(dev) for t in b]))
+    same_error(lambda dev: torch._foreach_mul_([t.to(dev) for t in a], [1.0]))
+    same_error(lambda dev: torch._foreach_add([], 1.0))
 
 
 def test_optimizers_take_the_multi_tensor_route(strict_native):
@@ -199,3 +254,89 @@ def test_optimizers_take_the_multi_tensor_route(strict_native):
             assert steps <= 12, steps  # a handful of launches, not a few per parameter
         for p, q in zip(model.parameters(), ref.parameters()):
             torch.testing.assert_close(p.detach().cpu(), q.detach(), atol=1e-5, rtol=1e-4)
+
+
+def test_nan_propagates_through_maximum_minimum(strict_native):
+    nan = float("nan")
+    cpu = [torch.tensor([nan, 1.0, -2.0]), torch.tensor([0.5, nan])]
+    other = [torch.tensor([0.0, nan, -3.0]), torch.tensor([nan, 1.0])]
+    for name in ("_foreach_maximum", "_foreach_minimum", "_foreach_clamp_min", "_foreach_clamp_max"):
+        fn = getattr(torch, name)
+        for args in ((other,), (0.0,), ([nan, 0.0],)):
+            expected = fn(cpu, *args)
+            got = fn(to_vk(cpu), *[to_vk(a) if isinstance(a[0], torch.Tensor) else a
+                                   for a in args] if isinstance(args[0], list) else args)
+            for g, e in zip(got, expected):
+                torch.testing.assert_close(g.cpu(), e, equal_nan=True)
+
+
+def test_copy_(strict_native):
+    for dtype in DTYPES:
+        dst, src = to_vk(make_list(dtype, 0)), make_list(dtype, 1)
+        vk_src = to_vk(src)
+        assert dispatches(lambda: torch._foreach_copy_(dst, vk_src)) == 1
+        assert_lists_close(dst, src, dtype)
+    # from the CPU, and with a dtype change: the per-tensor copies
+    dst = to_vk(make_list(torch.float32, 0))
+    src = make_list(torch.float64, 2)
+    torch._foreach_copy_(dst, src)
+    assert_lists_close(dst, [s.float() for s in src], torch.float32)
+    torch._foreach_copy_(dst, to_vk(make_list(torch.float16, 3)))
+    assert_lists_close(dst, [s.float() for s in make_list(torch.float16, 3)], torch.float32)
+
+
+def test_slow_route_new_ops(strict_native):
+    # integer lists, non-dense layouts and mixed dtypes take PyTorch's per-tensor composites
+    ints = [torch.arange(-3, 4), torch.arange(5)]
+    vk_ints = to_vk(ints)
+    for got, expected in ((torch._foreach_sign(vk_ints), torch._foreach_sign(ints)),
+                          (torch._foreach_maximum(vk_ints, 1), torch._foreach_maximum(ints, 1)),
+                          (torch._foreach_pow(vk_ints, 2), torch._foreach_pow(ints, 2)),
+                          (torch._foreach_log1p(vk_ints), torch._foreach_log1p(ints)),
+                          (torch._foreach_clamp_max(vk_ints, [2, 3]),
+                           torch._foreach_clamp_max(ints, [2, 3]))):
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype
+            torch.testing.assert_close(g.cpu(), e, equal_nan=True)
+    base = torch.rand(6, 8) + 0.5
+    cpu = [base.t(), base[:, ::2]]
+    vk = [base.to("vk").t(), base.to("vk")[:, ::2]]
+    for fn in (torch._foreach_log, torch._foreach_sigmoid, lambda l: torch._foreach_pow(l, 1.5),
+               lambda l: torch._foreach_pow(2.0, l), lambda l: torch._foreach_clamp_min(l, 0.9)):
+        for g, e in zip(fn(vk), fn(cpu)):
+            torch.testing.assert_close(g.cpu(), e)
+    mixed = [torch.rand(3), torch.rand(4).double()]
+    for g, e in zip(torch._foreach_maximum(to_vk(mixed), to_vk(mixed[::-1][::-1])),
+                    torch._foreach_maximum(mixed, mixed)):
+        torch.testing.assert_close(g.cpu(), e)
+
+
+def test_addcmul_with_zero_dim_tensors(strict_native):
+    # ASGD's update: params.addcmul_(intermediate, eta) with one 0-dim eta per parameter
+    for dtype in DTYPES:
+        params, inter = make_list(dtype, 0), make_list(dtype, 1)
+        etas = [torch.tensor(0.1 * (i + 1), dtype=dtype) for i in range(N)]
+        vk_params = to_vk(params)
+        vk_inter, vk_etas = to_vk(inter), to_vk(etas)
+        expected = torch._foreach_addcdiv(params, inter, [e + 1 for e in etas], value=0.5)
+        got = torch._foreach_addcdiv(vk_params, vk_inter, to_vk([e + 1 for e in etas]), value=0.5)
+        assert_lists_close(got, expected, dtype)
+        torch._foreach_addcmul_(params, inter, etas, value=-1)
+        assert dispatches(lambda: torch._foreach_addcmul_(vk_params, vk_inter, vk_etas, value=-1)) == 1
+        assert_lists_close(vk_params, params, dtype)
+    # a 0-dim view into the written tensor: the per-tensor route, which raises like the CPU
+    def overlapping(dev):
+        x = torch.ones(4, device=dev)
+        torch._foreach_addcmul_([x], [torch.ones(4, device=dev)], [x[1]])
+    same_error(overlapping)
+
+
+def test_new_ops_errors_match_cpu():
+    a = [torch.randn(3), torch.randn(2)]
+    b = [torch.randn(3)]
+    same_error(lambda dev: torch._foreach_maximum([t.to(dev) for t in a], [t.to(dev) for t in b]))
+    same_error(lambda dev: torch._foreach_clamp_min_([t.to(dev) for t in a], [1.0]))
+    same_error(lambda dev: torch._foreach_pow([t.to(dev) for t in a], [1.0, 2.0, 3.0]))
+    same_error(lambda dev: torch._foreach_copy_([t.to(dev) for t in a], [t.to(dev) for t in b]))
+    same_error(lambda dev: torch._foreach_log([]))
+    same_error(lambda dev: torch._foreach_pow(2.0, []))

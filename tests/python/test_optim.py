@@ -332,3 +332,107 @@ def test_fused_step_is_one_dispatch_per_call():
     torch._fused_sgd_(params, grads, [], weight_decay=0.0, momentum=0.0, lr=0.1, dampening=0.0,
                       nesterov=False, maximize=False, is_first_step=False)
     assert torch_vk.stats()["dispatches"] - before == 1
+
+
+# Every torch.optim optimizer on its default (foreach) path: 3 steps against the CPU, and the
+# dispatches per step a small bound that does not grow with the parameter count (the multi-
+# tensor _foreach_* kernels). ASGD (non-capturable) and Rprop loop over the parameters in
+# PyTorch's own Python code (per-parameter scalar math and .item(); masked assignments), so only
+# their results are checked; ASGD(capturable=True) is all foreach.
+O = torch.optim
+FOREACH_OPTIMIZERS = [
+    (O.SGD, dict(lr=0.1), 1),
+    (O.SGD, dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01), 5),
+    (O.Adam, dict(lr=1e-2, weight_decay=0.01), 8),
+    (O.Adam, dict(lr=1e-2, amsgrad=True), 8),
+    (O.AdamW, dict(lr=1e-2), 8),
+    (O.Adamax, dict(lr=1e-2, weight_decay=0.01), 7),
+    (O.NAdam, dict(lr=1e-2, weight_decay=0.01), 9),
+    (O.NAdam, dict(lr=1e-2, decoupled_weight_decay=True, weight_decay=0.01), 9),
+    (O.RAdam, dict(lr=1e-2, weight_decay=0.01), 10),
+    (O.Adagrad, dict(lr=1e-2, weight_decay=0.01, lr_decay=0.01), 6),
+    (O.Adadelta, dict(weight_decay=0.01), 12),
+    (O.RMSprop, dict(lr=1e-2), 6),
+    (O.RMSprop, dict(lr=1e-2, centered=True, momentum=0.9, weight_decay=0.01), 10),
+    (O.ASGD, dict(lr=1e-2, weight_decay=0.01, capturable=True), 17),  # 17 foreach calls
+    (O.ASGD, dict(lr=1e-2, weight_decay=0.01), None),
+    (O.Rprop, dict(lr=1e-2), None),
+]
+
+
+def step_dispatches(cls, kwargs, shapes):
+    params = [make(s, torch.float32, low=-1, high=1, seed=i).to(VK).requires_grad_(True)
+              for i, s in enumerate(shapes)]
+    opt = cls(params, **kwargs)
+    counts = []
+    for step in range(3):
+        for i, p in enumerate(params):
+            p.grad = make(p.shape, torch.float32, low=-1, high=1, seed=50 + i).to(VK)
+        torch.vk.synchronize()
+        before = torch_vk.stats()["dispatches"]
+        opt.step()
+        torch.vk.synchronize()
+        counts.append(torch_vk.stats()["dispatches"] - before)
+    return counts[1:]  # the first step also creates the state
+
+
+@pytest.mark.parametrize("cls,kwargs,bound", FOREACH_OPTIMIZERS,
+                         ids=[f"{c.__name__}-{i}" for i, (c, _, _) in enumerate(FOREACH_OPTIMIZERS)])
+def test_every_optimizer_foreach(cls, kwargs, bound):
+    params = make_params()
+    # capturable=True is for accelerators only: the CPU reference runs without it
+    cpu_kwargs = {k: v for k, v in kwargs.items() if k != "capturable"}
+    expected, _ = run_optimizer(cls, "cpu", params, cpu_kwargs)
+    actual, _ = run_optimizer(cls, VK, params, kwargs)
+    for a, e in zip(actual, expected):
+        assert_close(a, e, **TOLERANCE[torch.float32])
+    if bound is None:
+        return
+    few = step_dispatches(cls, kwargs, SHAPES)
+    many = step_dispatches(cls, kwargs, SHAPES * 6)
+    assert few == many, (few, many)  # independent of the parameter count
+    assert max(few) <= bound, few
+
+
+ADAGRAD_CONFIGS = [
+    dict(lr=0.05),
+    dict(lr=0.05, lr_decay=0.1, weight_decay=0.1, initial_accumulator_value=0.2),
+    dict(lr=0.02, maximize=True, eps=1e-6),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64],
+                         ids=str)
+@pytest.mark.parametrize("config", range(len(ADAGRAD_CONFIGS)))
+def test_fused_adagrad(config, dtype):
+    # against the CPU's fused kernel (torch._fused_adagrad_ on CPU, the same math)
+    kwargs = dict(ADAGRAD_CONFIGS[config], fused=True)
+    params = make_params(dtype)
+    expected, _ = run_optimizer(torch.optim.Adagrad, "cpu", params, kwargs)
+    actual, _ = run_optimizer(torch.optim.Adagrad, VK, params, kwargs)
+    for a, e in zip(actual, expected):
+        assert_close(a, e, **TOLERANCE.get(dtype, dict(atol=1e-10, rtol=1e-10)))  # float64
+    assert step_dispatches(torch.optim.Adagrad, kwargs, SHAPES * 4) == [2, 2]  # steps += 1, update
+
+
+def test_fused_adagrad_grad_scale_found_inf_and_tensor_lr():
+    params = make_params()
+    grads = make_grads(params, 0)
+    out = {}
+    for device in ("cpu", VK):
+        ps = [p.to(device, copy=True) for p in params]  # the CPU run must not update params
+        gs = [(g * 4).to(device) for g in grads]
+        sums = [torch.full_like(p, 0.1) for p in ps]
+        steps = [torch.tensor(3.0, device=device) for _ in ps]
+        lr = torch.tensor(0.05, device=device)
+        torch._fused_adagrad_(ps, gs, sums, steps, lr=lr, lr_decay=0.05, weight_decay=0.01,
+                              eps=1e-10, maximize=False,
+                              grad_scale=torch.tensor(4.0, device=device),
+                              found_inf=torch.tensor(0.0, device=device))
+        # found_inf == 1 skips the step entirely
+        torch._fused_adagrad_(ps, gs, sums, steps, lr=0.05, lr_decay=0.05, weight_decay=0.01,
+                              eps=1e-10, maximize=False,
+                              found_inf=torch.tensor(1.0, device=device))
+        out[str(device)] = [t.cpu() for t in ps + gs + sums]
+    for a, e in zip(out["vk"], out["cpu"]):
+        assert_close(a, e, **TOLERANCE[torch.float32])
