@@ -17,9 +17,22 @@
 //   _transformer_encoder_layer_fwd
 //       one encoder layer (post- or pre-norm, ReLU or exact GELU feed-forward) built on
 //       _native_multi_head_attention with need_weights = false, as transformer.cpp.
-// Nested-tensor inputs (the padding-mask fast path of nn.TransformerEncoder) are not supported
-// here: vk has no nested-tensor layout yet, and these ops raise for them.
+//
+// Nested tensors (nn.TransformerEncoder's eval path with a src_key_padding_mask packs the batch
+// with _nested_tensor_from_mask, runs each layer on the packed batch and unpacks it with
+// to_padded_tensor). A vk nested tensor is PyTorch's NestedTensorImpl over a vk buffer (its
+// nested sizes / strides / offsets live on the host, as on CUDA). Supported here:
+//   _nested_tensor_from_mask_left_aligned, _nested_tensor_from_mask (PrivateUse1)
+//       the sequence lengths are read back to the host: the nested layout depends on the data,
+//       exactly as on the CPU and CUDA (which copy the sizes to the CPU too).
+//   _transformer_encoder_layer_fwd, to_padded_tensor (NestedTensorPrivateUse1)
+//       the encoder layer pads the batch, runs the dense layer with the equivalent key padding
+//       mask (valid tokens see exactly the keys the CPU's nested path lets them see) and packs
+//       the valid rows again.
+// Other ops on vk nested tensors are not implemented (PyTorch reports them as missing for the
+// NestedTensorvk backend).
 #include <ATen/ATen.h>
+#include <ATen/NestedTensorImpl.h>
 #include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
 
@@ -185,6 +198,128 @@ at::Tensor transformer_encoder_layer_fwd(
   return x;
 }
 
+// ---------------------------------------------------------------- nested tensors
+
+// The checks shared by the two from-mask ops (NestedTensorTransformerFunctions.cpp); returns
+// (lengths = valid tokens per row, first_pad = index of each row's first padding position).
+std::tuple<at::Tensor, at::Tensor> mask_row_lengths(const at::Tensor& t, const at::Tensor& mask) {
+  TORCH_CHECK(mask.scalar_type() == at::ScalarType::Bool, "Expected mask to be of ScalarType Bool, but got ",
+              mask.scalar_type(), " instead.");
+  TORCH_CHECK(mask.dim() == 2, "Padding mask should be 2D");
+  TORCH_CHECK(t.dim() == 3, "Input should be a 3D tensor, N * L * D");
+  const int64_t n = mask.size(0), l = mask.size(1);
+  TORCH_CHECK(t.size(0) == n && t.size(1) == l, "Mask size should match input size");
+  const at::Tensor lengths = mask.sum(1);  // int64
+  const at::Tensor first_pad = at::cat({mask, at::zeros({n, 1}, mask.options())}, 1).to(at::kInt).argmin(1);
+  return {lengths, first_pad};
+}
+
+bool nested_tensor_from_mask_left_aligned(const at::Tensor& t, const at::Tensor& mask) {
+  auto [lengths, first_pad] = mask_row_lengths(t, mask);
+  return at::equal(first_pad, lengths);  // reads back one flag: the op returns a host bool
+}
+
+// A vk nested tensor holding rows [b, :lengths[b], :] of the dense [N, L, D] tensor `t`.
+at::Tensor pack_rows(const at::Tensor& t, const at::Tensor& lengths_cpu) {
+  const int64_t n = t.size(0), d = t.size(2);
+  at::Tensor sizes = at::empty({n, 2}, at::TensorOptions().dtype(at::kLong));
+  auto acc = sizes.accessor<int64_t, 2>();
+  std::vector<at::Tensor> rows;
+  rows.reserve(n);
+  for (int64_t b = 0; b < n; ++b) {
+    const int64_t len = lengths_cpu[b].item<int64_t>();
+    acc[b][0] = len;
+    acc[b][1] = d;
+    rows.push_back(t.select(0, b).narrow(0, 0, len).reshape({-1}));
+  }
+  at::Tensor buffer = n == 0 ? at::empty({0}, t.options()) : at::cat(rows, 0);
+  return at::detail::make_tensor<at::native::NestedTensorImpl>(std::move(buffer), std::move(sizes));
+}
+
+at::Tensor nested_tensor_from_mask(const at::Tensor& t, const at::Tensor& mask, bool mask_check) {
+  auto [lengths, first_pad] = mask_row_lengths(t, mask);
+  if (mask_check) TORCH_CHECK(at::equal(first_pad, lengths), "Mask must be left-aligned without gaps");
+  return pack_rows(t, lengths.cpu());  // the nested sizes live on the host
+}
+
+// The host-side sizes of a vk nested tensor's rows: [N, dims] int64, plus its storage as a 1-D
+// tensor and the per-row strides / offsets (nested tensors may be non-contiguous views).
+struct NestedRows {
+  at::Tensor storage, sizes, strides, offsets;
+};
+
+NestedRows nested_rows(const at::Tensor& nt) {
+  const at::native::NestedTensorImpl* impl = at::native::get_nested_tensor_impl(nt);
+  return {impl->get_unsafe_storage_as_tensor(), impl->get_nested_sizes(), impl->get_nested_strides(),
+          impl->get_storage_offsets()};
+}
+
+at::Tensor nested_row(const NestedRows& rows, int64_t b) {
+  const int64_t dims = rows.sizes.size(1);
+  std::vector<int64_t> size(dims), stride(dims);
+  for (int64_t i = 0; i < dims; ++i) {
+    size[i] = rows.sizes[b][i].item<int64_t>();
+    stride[i] = rows.strides[b][i].item<int64_t>();
+  }
+  return rows.storage.as_strided(size, stride, rows.offsets[b].item<int64_t>());
+}
+
+at::Tensor nested_to_padded(const at::Tensor& self, double padding, at::OptionalIntArrayRef output_size) {
+  const NestedRows rows = nested_rows(self);
+  if (rows.sizes.numel() == 0 || rows.sizes.dim() == 0) return rows.storage.narrow(0, 0, 0).clone();
+  TORCH_CHECK(self.numel() > 0, "to_padded_tensor: at least one constituent tensor should have non-zero numel");
+  const int64_t n = rows.sizes.size(0), dims = rows.sizes.size(1);
+  std::vector<int64_t> padded{n};
+  const at::Tensor max_size = std::get<0>(rows.sizes.max(0));
+  for (int64_t i = 0; i < dims; ++i) padded.push_back(max_size[i].item<int64_t>());
+  if (output_size.has_value()) {
+    TORCH_CHECK(static_cast<int64_t>(output_size->size()) == dims + 1,
+                "Length of output_size does not match NestedTensor dims. Broadcasting is not supported.");
+    for (int64_t i = 0; i <= dims; ++i)
+      TORCH_CHECK((*output_size)[i] >= padded[i],
+                  "Value in output_size is less than NestedTensor padded size. Truncation is not supported.");
+    padded.assign(output_size->begin(), output_size->end());
+  }
+  at::Tensor out = at::full(padded, padding, rows.storage.options());
+  for (int64_t b = 0; b < n; ++b) {
+    const at::Tensor row = nested_row(rows, b);
+    at::Tensor dst = out.select(0, b);
+    for (int64_t i = 0; i < dims; ++i) dst = dst.narrow(i, 0, row.size(i));
+    dst.copy_(row);
+  }
+  return out;
+}
+
+at::Tensor nested_to_padded_tensor(const at::Tensor& self, double padding, at::OptionalSymIntArrayRef output_size) {
+  if (!output_size.has_value()) return nested_to_padded(self, padding, std::nullopt);
+  return nested_to_padded(self, padding, C10_AS_INTARRAYREF_SLOW(*output_size));
+}
+
+at::Tensor nested_transformer_encoder_layer_fwd(
+    const at::Tensor& src, int64_t embed_dim, int64_t num_heads, const at::Tensor& qkv_weight,
+    const at::Tensor& qkv_bias, const at::Tensor& proj_weight, const at::Tensor& proj_bias, bool use_gelu,
+    bool norm_first, double eps, const at::Tensor& norm_weight_1, const at::Tensor& norm_bias_1,
+    const at::Tensor& norm_weight_2, const at::Tensor& norm_bias_2, const at::Tensor& ffn_weight_1,
+    const at::Tensor& ffn_bias_1, const at::Tensor& ffn_weight_2, const at::Tensor& ffn_bias_2,
+    const std::optional<at::Tensor>& mask, std::optional<int64_t> mask_type) {
+  // As the CPU: "NestedTensor with mask is not supported yet" (native_multi_head_attention_cpu).
+  TORCH_CHECK(!(mask.has_value() && mask->defined()), "NestedTensor with mask is not supported yet");
+  const NestedRows rows = nested_rows(src);
+  TORCH_CHECK(rows.sizes.dim() == 2 && rows.sizes.size(1) == 2,
+              "_transformer_encoder_layer_fwd: expected a nested tensor of [tokens, embed_dim] rows");
+  if (src.numel() == 0) return src.clone();
+  const at::Tensor padded = nested_to_padded(src, 0.0, std::nullopt);  // [N, Lmax, D]
+  const at::Tensor lengths_cpu = rows.sizes.select(1, 0).contiguous();
+  const at::Tensor lengths = lengths_cpu.to(padded.device());
+  const at::Tensor key_padding =
+      at::arange(padded.size(1), lengths.options()).unsqueeze(0) >= lengths.unsqueeze(1);  // True = padding
+  const at::Tensor dense = transformer_encoder_layer_fwd(
+      padded, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu, norm_first, eps,
+      norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1, ffn_bias_1, ffn_weight_2, ffn_bias_2,
+      key_padding, /*mask_type=*/1);
+  return pack_rows(dense, lengths_cpu);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -192,6 +327,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_masked_softmax_backward", TORCH_FN(masked_softmax_backward));
   m.impl("_native_multi_head_attention", TORCH_FN(native_multi_head_attention));
   m.impl("_transformer_encoder_layer_fwd", TORCH_FN(transformer_encoder_layer_fwd));
+  m.impl("_nested_tensor_from_mask", TORCH_FN(nested_tensor_from_mask));
+  m.impl("_nested_tensor_from_mask_left_aligned", TORCH_FN(nested_tensor_from_mask_left_aligned));
+}
+
+TORCH_LIBRARY_IMPL(aten, NestedTensorPrivateUse1, m) {
+  m.impl("_transformer_encoder_layer_fwd", TORCH_FN(nested_transformer_encoder_layer_fwd));
+  m.impl("to_padded_tensor", TORCH_FN(nested_to_padded_tensor));
 }
 
 }  // namespace tvk::aten
