@@ -8,7 +8,8 @@
 // SoftMax.cpp:
 //
 //   _masked_softmax (+ _masked_softmax_backward)
-//       softmax with a boolean mask (True = masked out); rows with every entry masked give 0.
+//       softmax with a boolean mask (True = masked out); rows with every entry masked give NaN
+//       (as the CPU's kernel in PyTorch 2.13).
 //       mask_type 0: an [L, L] attention mask, 1: a [B, L] key padding mask (4-D input),
 //       2 / other shapes: a mask of the input's shape. Non-boolean masks are converted to bool.
 //   _native_multi_head_attention
@@ -80,10 +81,8 @@ at::Tensor masked_softmax(const at::Tensor& input, const at::Tensor& mask_in, st
   const int64_t dim = dim_opt.has_value() ? at::maybe_wrap_dim(*dim_opt, input.dim()) : input.dim() - 1;
   const at::Tensor mask = expand_softmax_mask(input, mask_in, mask_type);
   if (input.numel() == 0) return at::empty_like(input, at::MemoryFormat::Contiguous);
-  // A fully masked row is all -inf -> NaN after softmax; the second fill turns it into 0 as the
-  // CPU kernel does (every entry of such a row is masked).
-  return at::_softmax(input.masked_fill(mask, -std::numeric_limits<double>::infinity()), dim, false)
-      .masked_fill(mask, 0);
+  // A fully masked row is all -inf and gives NaN, as the CPU kernel does (PyTorch 2.13).
+  return at::_softmax(input.masked_fill(mask, -std::numeric_limits<double>::infinity()), dim, false);
 }
 
 at::Tensor masked_softmax_backward(const at::Tensor& grad_output, const at::Tensor& output, const at::Tensor& mask_in,

@@ -265,7 +265,7 @@ def test_multihead_attention(need_weights, average, batch_first, strict_native):
     torch.manual_seed(0)
     mha = nn.MultiheadAttention(16, 4, batch_first=batch_first)
     x = randn(2, 5, 16) if batch_first else randn(5, 2, 16)
-    attn_mask = nn.Transformer.generate_square_subsequent_mask(5)
+    attn_mask = torch.ones(5, 5, dtype=torch.bool).triu(1)  # causal, boolean like the padding mask
     pad = key_padding_mask(2, 5, [5, 4])
 
     def forward(m, x, attn_mask, pad):
@@ -513,3 +513,120 @@ def test_vae(strict_native):
     x = torch.rand(4, 12, generator=torch.Generator().manual_seed(1))
     eps = randn(4, 4, seed=2)
     check_model(VAE(), (x, eps), loss_fn=vae_loss)
+
+
+# ----------------------------------------------------------------------------- the ops themselves
+# The models above reach these ops in float32; here each is also checked in every dtype it
+# claims, on its edge cases, and on bad input (same exception type as the CPU).
+
+import helpers  # noqa: E402
+
+FLOAT_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_fused_rnn_cells_dtypes(kind, dtype, strict_native):
+    """_thnn_fused_lstm_cell / _thnn_fused_gru_cell (+ backward) have no CPU kernel: the CPU's
+    LSTMCell / GRUCell take the unfused path, which is the reference."""
+    torch.manual_seed(0)
+    cell = (nn.LSTMCell if kind == "lstm" else nn.GRUCell)(4, 5).to(dtype)
+    x, h = randn(3, 4).to(dtype), randn(3, 5, seed=2).to(dtype)
+    state = (h, randn(3, 5, seed=3).to(dtype)) if kind == "lstm" else h
+    tol = helpers.TOLERANCE.get(dtype, dict(atol=1e-7, rtol=1e-7))
+    if dtype in (torch.float16, torch.bfloat16):  # the CPU rounds every intermediate to 16 bits
+        tol = dict(atol=4 * tol["atol"], rtol=4 * tol["rtol"])
+    results = []
+    for dev in ("cpu", VK):
+        m = copy.deepcopy(cell).to(dev)
+        args = to_device((x.clone(), state), dev)
+        args[0].requires_grad_(True)
+        out = m(*args)
+        outs = out if isinstance(out, tuple) else (out,)
+        sum(default_loss(o.float(), None) for o in outs).backward()
+        results.append([t.detach().cpu() for t in (*outs, args[0].grad, *(p.grad for p in m.parameters()))])
+    for a, e in zip(results[1], results[0]):
+        assert_close(a, e, **tol)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_fused_rnn_cells_no_bias_and_errors(kind, strict_native):
+    torch.manual_seed(0)
+    cell = (nn.LSTMCell if kind == "lstm" else nn.GRUCell)(4, 5, bias=False)
+    check_model(CellLoopOf(cell, kind), (randn(3, 2, 4),), steps=1)
+    gates = 4 if kind == "lstm" else 3
+    op = torch.ops.aten._thnn_fused_lstm_cell if kind == "lstm" else torch.ops.aten._thnn_fused_gru_cell
+    ig, hg, hx = randn(2, gates * 5).to(VK), randn(2, gates * 5).to(VK), randn(2, 4).to(VK)
+    with pytest.raises(RuntimeError):  # hidden size 4 does not match gates of 5
+        op(ig, hg, hx)
+    with pytest.raises(RuntimeError):  # only one of the biases
+        op(ig, hg, randn(2, 5).to(VK), randn(gates * 5).to(VK))
+
+
+class CellLoopOf(nn.Module):
+    def __init__(self, cell, kind):
+        super().__init__()
+        self.cell, self.kind = cell, kind
+
+    def forward(self, x):
+        h = torch.zeros(x.size(1), self.cell.hidden_size, device=x.device)
+        state = (h, h) if self.kind == "lstm" else h
+        outs = []
+        for t in range(x.size(0)):
+            state = self.cell(x[t], state)
+            outs.append(state[0] if self.kind == "lstm" else state)
+        return torch.stack(outs)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("mask_type", [0, 1, 2])
+def test_masked_softmax(mask_type, dtype, strict_native):
+    x = helpers.make((2, 3, 4, 4), dtype)
+    g = torch.Generator().manual_seed(3)
+    mask = {0: torch.rand(4, 4, generator=g) > 0.6, 1: torch.rand(2, 4, generator=g) > 0.6,
+            2: torch.rand(2, 3, 4, 4, generator=g) > 0.6}[mask_type]
+    mask[0] = True  # fully masked rows (NaN on the CPU)
+    helpers.check(lambda x, m: torch._masked_softmax(x, m, 3, mask_type), x, mask)
+    helpers.check(lambda x, m: torch._masked_softmax(x, m, 3, mask_type), x, mask.float())  # not bool
+    helpers.check(lambda x, m: torch._masked_softmax(x, m, 3, mask_type), x, mask[..., :3])  # bad shape
+
+
+def test_masked_softmax_backward(strict_native):
+    x = helpers.make((2, 3, 5), torch.float32)
+    mask = torch.rand(2, 3, 5, generator=torch.Generator().manual_seed(2)) > 0.5
+    grad = helpers.make((2, 3, 5), torch.float32, seed=4)
+    y = torch.softmax(x.masked_fill(mask, float("-inf")), -1).nan_to_num(0.0)
+    helpers.check(lambda g, y, m: torch._masked_softmax_backward(g, y, m, -1), grad, y, mask)
+    xv = x.to(VK).requires_grad_(True)
+    torch._masked_softmax(xv, mask.to(VK), -1, 2).backward(grad.to(VK))
+    xc = x.clone().requires_grad_(True)
+    torch._masked_softmax(xc, mask, -1, 2).backward(grad)
+    assert_close(xv.grad.cpu(), xc.grad)
+
+
+def test_native_multi_head_attention_bad_input(strict_native):
+    d = 8
+    q, w, b = randn(2, 3, d), randn(3 * d, d), randn(3 * d)
+    pw, pb = randn(d, d), randn(d)
+    fn = torch._native_multi_head_attention
+    helpers.check(lambda q, k: fn(q, k, k, d, 2, w.to(q.device), b.to(q.device), pw.to(q.device), pb.to(q.device)),
+                  q, randn(2, 4, d))  # key length differs: the CPU rejects it
+    helpers.check(lambda q: fn(q, q, q, d, 3, w.to(q.device), b.to(q.device), pw.to(q.device), pb.to(q.device)), q)
+    helpers.check(lambda q: fn(q, q, q, d, 2, w.to(q.device), b.to(q.device), pw.to(q.device), pb.to(q.device),
+                               need_weights=True, average_attn_weights=False), q)
+    helpers.check(lambda q: fn(q, q, q, d, 2, w.to(q.device), b.to(q.device), pw.to(q.device), pb.to(q.device))[0],
+                  randn(0, 3, d))  # empty batch
+
+
+def test_nested_tensor_from_mask(strict_native):
+    x = randn(3, 5, 4)
+    valid = ~key_padding_mask(3, 5, [5, 2, 0])
+    assert torch._nested_tensor_from_mask_left_aligned(x.to(VK), valid.to(VK))
+    helpers.check(lambda x, m: torch._nested_tensor_from_mask(x, m).to_padded_tensor(-1.0), x, valid)
+    helpers.check(lambda x, m: torch._nested_tensor_from_mask(x, m).to_padded_tensor(0.5, (3, 6, 4)), x, valid)
+    helpers.check(lambda x, m: torch._nested_tensor_from_mask(x, m).to_padded_tensor(0.5, (3, 4, 4)), x, valid)
+    gap = valid.clone()
+    gap[0, 2] = False
+    assert not torch._nested_tensor_from_mask_left_aligned(x.to(VK), gap.to(VK))
+    helpers.check(lambda x, m: torch._nested_tensor_from_mask(x, m), x, gap)  # RuntimeError on both
+    helpers.check(lambda x, m: torch._nested_tensor_from_mask(x, m), x, valid.int())  # not bool
