@@ -1,6 +1,5 @@
-// Native composites for ops that whole models reach and that had no vk kernel (found by
-// tests/python/test_model_zoo.py under TORCH_VK_FALLBACK=error). Built in L3 from other native
-// vk ops: nothing is copied to the CPU.
+// Native vk ops that whole models reach and that had no vk kernel (found by
+// tests/python/test_model_zoo.py under TORCH_VK_FALLBACK=error).
 //
 //   _thnn_fused_lstm_cell, _thnn_fused_lstm_cell_backward_impl
 //   _thnn_fused_gru_cell,  _thnn_fused_gru_cell_backward
@@ -9,15 +8,18 @@
 //       so nn.LSTM / nn.GRU / LSTMCell / GRUCell on vk reach them on every time step; the CPU has
 //       no kernel for them at all (the fallback could not run them). Semantics follow CUDA's
 //       RNN.cu: float32 / float64 / float16 / bfloat16, half types computed in float32.
+//       One dispatch per call (shaders/rnn_cell.comp); the backward adds one bias-gradient
+//       reduction per bias.
 //       The workspace layout is private to this file (forward and backward agree on it):
 //         LSTM: [B, 4H] = activated gates (sigmoid i, sigmoid f, tanh g, sigmoid o), as CUDA;
 //         GRU:  [B, 5H] = (r, z, n, hidden n-gate incl. bias, hx): the backward gets no hx.
 #include <ATen/ATen.h>
-#include <ATen/OpMathType.h>
+#include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
 #include "aten/launch.h"
 #include "aten/vk_common.h"
+#include "kernels/rnn_cell.h"
 
 namespace tvk::aten {
 namespace {
@@ -56,17 +58,34 @@ void check_cell_inputs(const char* name, const at::Tensor& input_gates, const at
     raise_not_implemented_for(name, dtype);
 }
 
-// float16 / bfloat16 are computed in float32 (as CUDA's kernels accumulate in opmath).
-at::Tensor op_math(const at::Tensor& t) {
-  if (!t.defined()) return t;
-  return t.to(at::toOpMathType(t.scalar_type()));
+// Records one fused cell dispatch (shaders/rnn_cell.comp) over contiguous operands; an
+// undefined tensor in `tensors` is an absent optional operand.
+void launch_cell(kernels::RnnCellOp op, int64_t batch, int64_t hidden, bool has_bias,
+                 std::initializer_list<at::Tensor> tensors, const char* name) {
+  kernels::RnnCell p;
+  p.op = op;
+  p.batch = batch;
+  p.hidden = hidden;
+  p.has_bias = has_bias;
+  bool f64 = false;
+  int i = 0;
+  for (const at::Tensor& t : tensors) {
+    if (t.defined()) {
+      TORCH_INTERNAL_ASSERT(t.is_contiguous());
+      p.operands[i] = operand(t, name);
+      f64 = f64 || t.scalar_type() == at::kDouble;
+    }
+    ++i;
+  }
+  p.kind = f64 ? kernels::ComputeKind::Float64 : kernels::ComputeKind::Float32;
+  const at::Tensor& first = *tensors.begin();
+  const c10::DeviceGuard guard(first.device());
+  tvk::Stream& stream = current_stream(first.device().index());
+  translate_errors([&] { kernels::rnn_cell(stream, p); });
 }
 
-// gates + biases, in op math: one dispatch per add.
-at::Tensor biased(const at::Tensor& gates, const std::optional<at::Tensor>& bias) {
-  at::Tensor g = op_math(gates);
-  if (bias.has_value() && bias->defined()) g = g + op_math(*bias);
-  return g;
+at::Tensor contiguous_or_undefined(const std::optional<at::Tensor>& t) {
+  return t.has_value() && t->defined() ? t->contiguous() : at::Tensor();
 }
 
 // ---------------------------------------------------------------- LSTM cell
@@ -75,59 +94,38 @@ Tensor3 fused_lstm_cell(const at::Tensor& input_gates, const at::Tensor& hidden_
                         const std::optional<at::Tensor>& input_bias,
                         const std::optional<at::Tensor>& hidden_bias) {
   check_cell_inputs("_thnn_fused_lstm_cell", input_gates, hidden_gates, cx, input_bias, hidden_bias, 4);
-  const auto dtype = input_gates.scalar_type();
-  const int64_t hidden = cx.size(1);
-  at::Tensor gates = op_math(input_gates) + op_math(hidden_gates);
-  if (input_bias.has_value() && input_bias->defined()) gates = gates + (op_math(*input_bias) + op_math(*hidden_bias));
-  // Workspace = activated gates: sigmoid over all four, then tanh over the cell-candidate quarter.
-  at::Tensor workspace = at::sigmoid(gates);
-  workspace.narrow(1, 2 * hidden, hidden).copy_(at::tanh(gates.narrow(1, 2 * hidden, hidden)));
-  const auto chunks = workspace.chunk(4, 1);
-  const at::Tensor& i = chunks[0];
-  const at::Tensor& f = chunks[1];
-  const at::Tensor& g = chunks[2];
-  const at::Tensor& o = chunks[3];
-  at::Tensor cy = at::addcmul(f * op_math(cx), i, g);
-  at::Tensor hy = o * at::tanh(cy);
-  return {hy.to(dtype), cy.to(dtype), workspace.to(dtype)};
+  const int64_t batch = cx.size(0), hidden = cx.size(1);
+  const at::Tensor b_ih = contiguous_or_undefined(input_bias), b_hh = contiguous_or_undefined(hidden_bias);
+  at::Tensor hy = at::empty({batch, hidden}, cx.options());
+  at::Tensor cy = at::empty({batch, hidden}, cx.options());
+  at::Tensor workspace = at::empty({batch, 4 * hidden}, input_gates.options());
+  launch_cell(kernels::RnnCellOp::LstmForward, batch, hidden, b_ih.defined(),
+              {input_gates.contiguous(), hidden_gates.contiguous(), cx.contiguous(), b_ih, b_hh, hy, cy, workspace},
+              "_thnn_fused_lstm_cell");
+  return {hy, cy, workspace};
 }
 
 // Returns (grad_gates [B, 4H], grad_cx [B, H], grad_bias [4H] when has_bias).
 Tensor3 fused_lstm_cell_backward_impl(const std::optional<at::Tensor>& grad_hy_opt,
                                       const std::optional<at::Tensor>& grad_cy_opt, const at::Tensor& cx,
                                       const at::Tensor& cy, const at::Tensor& workspace, bool has_bias) {
-  const bool has_grad_hy = grad_hy_opt.has_value() && grad_hy_opt->defined();
-  const bool has_grad_cy = grad_cy_opt.has_value() && grad_cy_opt->defined();
-  if (!has_grad_hy && !has_grad_cy) return {at::Tensor(), at::Tensor(), at::Tensor()};
+  const at::Tensor grad_hy = contiguous_or_undefined(grad_hy_opt), grad_cy = contiguous_or_undefined(grad_cy_opt);
+  if (!grad_hy.defined() && !grad_cy.defined()) return {at::Tensor(), at::Tensor(), at::Tensor()};
   TORCH_CHECK(workspace.dim() == 2 && cx.dim() == 2 && workspace.size(1) == 4 * cx.size(1) &&
                   cy.sizes() == cx.sizes() && workspace.size(0) == cx.size(0),
               "_thnn_fused_lstm_cell_backward_impl: expected workspace [B, 4H] and cx / cy [B, H], got ",
               workspace.sizes(), ", ", cx.sizes(), ", ", cy.sizes());
-  const auto dtype = workspace.scalar_type();
-  const auto chunks = op_math(workspace).chunk(4, 1);
-  const at::Tensor& i = chunks[0];
-  const at::Tensor& f = chunks[1];
-  const at::Tensor& g = chunks[2];
-  const at::Tensor& o = chunks[3];
-  const at::Tensor cx_m = op_math(cx);
-  // d loss / d cy in total: the direct gradient plus the path through hy = o * tanh(cy).
-  at::Tensor grad_c = has_grad_cy ? op_math(*grad_cy_opt) : at::zeros_like(cx_m);
-  at::Tensor grad_o;
-  if (has_grad_hy) {
-    const at::Tensor grad_hy = op_math(*grad_hy_opt);
-    const at::Tensor tanh_cy = at::tanh(op_math(cy));
-    grad_c = grad_c + grad_hy * o * (1 - tanh_cy * tanh_cy);
-    grad_o = grad_hy * tanh_cy * o * (1 - o);
-  } else {
-    grad_o = at::zeros_like(cx_m);
-  }
-  at::Tensor grad_i = grad_c * g * i * (1 - i);
-  at::Tensor grad_f = grad_c * cx_m * f * (1 - f);
-  at::Tensor grad_g = grad_c * i * (1 - g * g);
-  at::Tensor grad_cx = grad_c * f;
-  at::Tensor grad_gates = at::cat({grad_i, grad_f, grad_g, grad_o}, 1);
-  at::Tensor grad_bias = has_bias ? grad_gates.sum(0).to(dtype) : at::Tensor();
-  return {grad_gates.to(dtype), grad_cx.to(dtype), grad_bias};
+  for (const at::Tensor* g : {&grad_hy, &grad_cy})
+    TORCH_CHECK(!g->defined() || g->sizes() == cx.sizes(), "_thnn_fused_lstm_cell_backward_impl: expected ",
+                "gradients of size ", cx.sizes(), ", got ", g->sizes());
+  const int64_t batch = cx.size(0), hidden = cx.size(1);
+  at::Tensor grad_gates = at::empty({batch, 4 * hidden}, workspace.options());
+  at::Tensor grad_cx = at::empty({batch, hidden}, cx.options());
+  launch_cell(kernels::RnnCellOp::LstmBackward, batch, hidden, false,
+              {grad_hy, grad_cy, cx.contiguous(), cy.contiguous(), workspace.contiguous(), grad_gates, grad_cx},
+              "_thnn_fused_lstm_cell_backward_impl");
+  at::Tensor grad_bias = has_bias ? grad_gates.sum(0) : at::Tensor();
+  return {grad_gates, grad_cx, grad_bias};
 }
 
 // ---------------------------------------------------------------- GRU cell
@@ -135,49 +133,35 @@ Tensor3 fused_lstm_cell_backward_impl(const std::optional<at::Tensor>& grad_hy_o
 Tensor2 fused_gru_cell(const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& hx,
                        const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias) {
   check_cell_inputs("_thnn_fused_gru_cell", input_gates, hidden_gates, hx, input_bias, hidden_bias, 3);
-  const auto dtype = input_gates.scalar_type();
-  const int64_t hidden = hx.size(1);
-  const at::Tensor ig = biased(input_gates, input_bias);
-  const at::Tensor hg = biased(hidden_gates, hidden_bias);
-  const at::Tensor hx_m = op_math(hx);
-  // Reset and update gates together: one add and one sigmoid over [B, 2H].
-  const at::Tensor rz = at::sigmoid(ig.narrow(1, 0, 2 * hidden) + hg.narrow(1, 0, 2 * hidden));
-  const at::Tensor r = rz.narrow(1, 0, hidden);
-  const at::Tensor z = rz.narrow(1, hidden, hidden);
-  const at::Tensor hn = hg.narrow(1, 2 * hidden, hidden);
-  const at::Tensor n = at::tanh(at::addcmul(ig.narrow(1, 2 * hidden, hidden), r, hn));
-  at::Tensor hy = at::addcmul(n, z, hx_m - n);  // (1 - z) * n + z * hx
-  at::Tensor workspace = at::cat({rz, n, hn, hx_m}, 1);
-  return {hy.to(dtype), workspace.to(dtype)};
+  const int64_t batch = hx.size(0), hidden = hx.size(1);
+  const at::Tensor b_ih = contiguous_or_undefined(input_bias), b_hh = contiguous_or_undefined(hidden_bias);
+  at::Tensor hy = at::empty({batch, hidden}, hx.options());
+  at::Tensor workspace = at::empty({batch, 5 * hidden}, input_gates.options());
+  launch_cell(kernels::RnnCellOp::GruForward, batch, hidden, b_ih.defined(),
+              {input_gates.contiguous(), hidden_gates.contiguous(), hx.contiguous(), b_ih, b_hh, hy, workspace},
+              "_thnn_fused_gru_cell");
+  return {hy, workspace};
 }
 
 // Returns (grad_input_gates, grad_hidden_gates, grad_hx, grad_input_bias, grad_hidden_bias).
-Tensor5 fused_gru_cell_backward(const at::Tensor& grad_hy_in, const at::Tensor& workspace, bool has_bias) {
-  TORCH_CHECK(workspace.dim() == 2 && grad_hy_in.dim() == 2 && workspace.size(1) == 5 * grad_hy_in.size(1) &&
-                  workspace.size(0) == grad_hy_in.size(0),
+Tensor5 fused_gru_cell_backward(const at::Tensor& grad_hy, const at::Tensor& workspace, bool has_bias) {
+  TORCH_CHECK(workspace.dim() == 2 && grad_hy.dim() == 2 && workspace.size(1) == 5 * grad_hy.size(1) &&
+                  workspace.size(0) == grad_hy.size(0),
               "_thnn_fused_gru_cell_backward: expected workspace [B, 5H] and grad_hy [B, H], got ",
-              workspace.sizes(), " and ", grad_hy_in.sizes());
-  const auto dtype = workspace.scalar_type();
-  const auto chunks = op_math(workspace).chunk(5, 1);
-  const at::Tensor& r = chunks[0];
-  const at::Tensor& z = chunks[1];
-  const at::Tensor& n = chunks[2];
-  const at::Tensor& hn = chunks[3];
-  const at::Tensor& hx = chunks[4];
-  const at::Tensor grad_hy = op_math(grad_hy_in);
-  const at::Tensor grad_n = grad_hy * (1 - z) * (1 - n * n);  // before the tanh
-  const at::Tensor grad_z = grad_hy * (hx - n) * z * (1 - z);
-  const at::Tensor grad_r = grad_n * hn * r * (1 - r);
-  at::Tensor grad_input_gates = at::cat({grad_r, grad_z, grad_n}, 1);
-  at::Tensor grad_hidden_gates = at::cat({grad_r, grad_z, grad_n * r}, 1);
-  at::Tensor grad_hx = grad_hy * z;
+              workspace.sizes(), " and ", grad_hy.sizes());
+  const int64_t batch = grad_hy.size(0), hidden = grad_hy.size(1);
+  at::Tensor grad_input_gates = at::empty({batch, 3 * hidden}, workspace.options());
+  at::Tensor grad_hidden_gates = at::empty({batch, 3 * hidden}, workspace.options());
+  at::Tensor grad_hx = at::empty({batch, hidden}, grad_hy.options());
+  launch_cell(kernels::RnnCellOp::GruBackward, batch, hidden, false,
+              {grad_hy.contiguous(), workspace.contiguous(), grad_input_gates, grad_hidden_gates, grad_hx},
+              "_thnn_fused_gru_cell_backward");
   at::Tensor grad_input_bias, grad_hidden_bias;
   if (has_bias) {
-    grad_input_bias = grad_input_gates.sum(0).to(dtype);
-    grad_hidden_bias = grad_hidden_gates.sum(0).to(dtype);
+    grad_input_bias = grad_input_gates.sum(0);
+    grad_hidden_bias = grad_hidden_gates.sum(0);
   }
-  return {grad_input_gates.to(dtype), grad_hidden_gates.to(dtype), grad_hx.to(dtype), grad_input_bias,
-          grad_hidden_bias};
+  return {grad_input_gates, grad_hidden_gates, grad_hx, grad_input_bias, grad_hidden_bias};
 }
 
 }  // namespace

@@ -142,8 +142,8 @@ RNN_KINDS = {
 }
 
 
-@pytest.mark.parametrize("kind", list(RNN_KINDS))
-@pytest.mark.parametrize("batch_first", [True, False])
+@pytest.mark.parametrize("kind,batch_first", [(kind, True) for kind in RNN_KINDS] +
+                         [("lstm_proj", False), ("gru", False), ("rnn_relu", False)])
 def test_rnn_stack(kind, batch_first, strict_native):
     torch.manual_seed(0)
     rnn = RNN_KINDS[kind](num_layers=2, bidirectional=True, batch_first=batch_first)
@@ -259,8 +259,9 @@ def test_transformer_decoder_seq_first(strict_native):
     check_model(dec, (tgt, memory))
 
 
-@pytest.mark.parametrize("need_weights,average", [(True, True), (True, False), (False, True)])
-@pytest.mark.parametrize("batch_first", [True, False])
+# The inference fast path (_native_multi_head_attention) needs batch_first; seq-first runs once.
+@pytest.mark.parametrize("batch_first,need_weights,average",
+                         [(True, True, True), (True, True, False), (True, False, True), (False, True, True)])
 def test_multihead_attention(need_weights, average, batch_first, strict_native):
     torch.manual_seed(0)
     mha = nn.MultiheadAttention(16, 4, batch_first=batch_first)
