@@ -218,20 +218,29 @@ bool nested_tensor_from_mask_left_aligned(const at::Tensor& t, const at::Tensor&
   return at::equal(first_pad, lengths);  // reads back one flag: the op returns a host bool
 }
 
-// A vk nested tensor holding rows [b, :lengths[b], :] of the dense [N, L, D] tensor `t`.
-at::Tensor pack_rows(const at::Tensor& t, const at::Tensor& lengths_cpu) {
-  const int64_t n = t.size(0), d = t.size(2);
-  at::Tensor sizes = at::empty({n, 2}, at::TensorOptions().dtype(at::kLong));
-  auto acc = sizes.accessor<int64_t, 2>();
-  std::vector<at::Tensor> rows;
-  rows.reserve(n);
+// Host-built row indices of the valid tokens of a padded [N, L, ...] batch viewed as [N * L, ...]:
+// row b * L + s for s < lengths[b], in nested (row-major) order.
+at::Tensor valid_row_indices(const at::Tensor& lengths_cpu, int64_t padded_len) {
+  const int64_t n = lengths_cpu.size(0);
+  std::vector<int64_t> rows;
   for (int64_t b = 0; b < n; ++b) {
     const int64_t len = lengths_cpu[b].item<int64_t>();
-    acc[b][0] = len;
-    acc[b][1] = d;
-    rows.push_back(t.select(0, b).narrow(0, 0, len).reshape({-1}));
+    for (int64_t s = 0; s < len; ++s) rows.push_back(b * padded_len + s);
   }
-  at::Tensor buffer = n == 0 ? at::empty({0}, t.options()) : at::cat(rows, 0);
+  return at::tensor(rows, at::TensorOptions().dtype(at::kLong));
+}
+
+// A vk nested tensor holding rows [b, :lengths[b], :] of the dense [N, L, D] tensor `t`: one
+// index_select of the valid rows (one upload of the indices), whatever N is.
+at::Tensor pack_rows(const at::Tensor& t, const at::Tensor& lengths_cpu) {
+  const int64_t n = t.size(0), l = t.size(1), d = t.size(2);
+  at::Tensor sizes = at::empty({n, 2}, at::TensorOptions().dtype(at::kLong));
+  sizes.select(1, 0).copy_(lengths_cpu);
+  sizes.select(1, 1).fill_(d);
+  const at::Tensor rows = valid_row_indices(lengths_cpu, l);
+  at::Tensor buffer = rows.numel() == 0
+                          ? at::empty({0}, t.options())
+                          : t.reshape({n * l, d}).index_select(0, rows.to(t.device())).reshape({-1});
   return at::detail::make_tensor<at::native::NestedTensorImpl>(std::move(buffer), std::move(sizes));
 }
 
@@ -280,7 +289,18 @@ at::Tensor nested_to_padded(const at::Tensor& self, double padding, at::Optional
     padded.assign(output_size->begin(), output_size->end());
   }
   at::Tensor out = at::full(padded, padding, rows.storage.options());
-  for (int64_t b = 0; b < n; ++b) {
+  const at::native::NestedTensorImpl* impl = at::native::get_nested_tensor_impl(self);
+  const bool regular_2d = dims == 2 && (rows.sizes.select(1, 1) == padded[2]).all().item<bool>();
+  if (regular_2d && at::native::nested_tensor_impl_is_contiguous(impl)) {
+    // Contiguous [len_b, D] rows: one index_copy_ of the whole buffer into the padded rows.
+    const at::Tensor lengths_cpu = rows.sizes.select(1, 0).contiguous();
+    const at::Tensor dst_rows = valid_row_indices(lengths_cpu, padded[1]);
+    const int64_t total = dst_rows.numel(), d = padded[2];
+    out.view({n * padded[1], d}).index_copy_(0, dst_rows.to(out.device()),
+                                             impl->get_buffer().narrow(0, 0, total * d).view({total, d}));
+    return out;
+  }
+  for (int64_t b = 0; b < n; ++b) {  // general layout: one copy per row
     const at::Tensor row = nested_row(rows, b);
     at::Tensor dst = out.select(0, b);
     for (int64_t i = 0; i < dims; ++i) dst = dst.narrow(i, 0, row.size(i));
