@@ -617,6 +617,11 @@ def test_native_multi_head_attention_bad_input(strict_native):
                                need_weights=True, average_attn_weights=False), q)
     helpers.check(lambda q: fn(q, q, q, d, 2, w.to(q.device), b.to(q.device), pw.to(q.device), pb.to(q.device))[0],
                   randn(0, 3, d))  # empty batch
+    pad = torch.zeros(2, 3, dtype=torch.bool)
+    pad[0] = True  # every key of sequence 0 masked: the CPU's masked softmax gives NaN rows
+    for need_weights in (False, True):
+        helpers.check(lambda q, m: fn(q, q, q, d, 2, w.to(q.device), b.to(q.device), pw.to(q.device),
+                                      pb.to(q.device), m, need_weights, True, 1), q, pad)
 
 
 def test_nested_tensor_from_mask(strict_native):
