@@ -69,8 +69,10 @@ void launch_cell(kernels::RnnCellOp op, int64_t batch, int64_t hidden, bool has_
   p.has_bias = has_bias;
   bool f64 = false;
   int i = 0;
+  const at::Tensor* first = nullptr;  // the first operand given (an optional one may be absent)
   for (const at::Tensor& t : tensors) {
     if (t.defined()) {
+      if (!first) first = &t;
       TORCH_INTERNAL_ASSERT(t.is_contiguous());
       p.operands[i] = operand(t, name);
       f64 = f64 || t.scalar_type() == at::kDouble;
@@ -78,9 +80,9 @@ void launch_cell(kernels::RnnCellOp op, int64_t batch, int64_t hidden, bool has_
     ++i;
   }
   p.kind = f64 ? kernels::ComputeKind::Float64 : kernels::ComputeKind::Float32;
-  const at::Tensor& first = *tensors.begin();
-  const c10::DeviceGuard guard(first.device());
-  tvk::Stream& stream = current_stream(first.device().index());
+  TORCH_INTERNAL_ASSERT(first != nullptr);
+  const c10::DeviceGuard guard(first->device());
+  tvk::Stream& stream = current_stream(first->device().index());
   translate_errors([&] { kernels::rnn_cell(stream, p); });
 }
 

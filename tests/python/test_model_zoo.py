@@ -636,3 +636,13 @@ def test_nested_tensor_from_mask(strict_native):
     assert not torch._nested_tensor_from_mask_left_aligned(x.to(VK), gap.to(VK))
     helpers.check(lambda x, m: torch._nested_tensor_from_mask(x, m), x, gap)  # RuntimeError on both
     helpers.check(lambda x, m: torch._nested_tensor_from_mask(x, m), x, valid.int())  # not bool
+
+
+@pytest.mark.parametrize("use", ["h", "c"])
+def test_lstm_cell_one_output_used(use, strict_native):
+    """Only one of (hy, cy) reaches the loss: the fused backward gets the other gradient undefined."""
+    torch.manual_seed(0)
+    cell = nn.LSTMCell(4, 5)
+    x, h, c = randn(3, 4), randn(3, 5, seed=2), randn(3, 5, seed=3)
+    pick = 0 if use == "h" else 1
+    check_model(cell, (x, (h, c)), forward=lambda m, x, state: m(x, state)[pick], steps=1)
