@@ -1,4 +1,6 @@
 """Comparison helpers: run the same function on CPU tensors and on "vk" copies of them."""
+import inspect
+
 import torch
 from torch.testing import assert_close
 from torch.utils._pytree import tree_map
@@ -21,9 +23,24 @@ def to_cpu(x):
     return x.cpu() if isinstance(x, torch.Tensor) else x
 
 
+def _check_callable(fn, args, kwargs):
+    """A test whose fn cannot take its arguments would compare two identical TypeErrors and
+    pass without running anything: make that a test error instead."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # builtins without a Python signature
+        return
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as error:
+        raise TypeError(f"check(): {getattr(fn, '__name__', fn)} cannot take the given "
+                        f"arguments ({error})") from None
+
+
 def check(fn, *args, atol=None, rtol=None, **kwargs):
     """fn(*args) on CPU vs fn(*vk_args) on vk: same values, dtype and shape, or the same
     exception type when the CPU raises."""
+    _check_callable(fn, args, kwargs)
     cpu_args = tree_map(lambda x: x.clone() if isinstance(x, torch.Tensor) else x, args)
     vk_args = tree_map(to_vk, args)
     try:
