@@ -489,6 +489,7 @@ struct LstsqResults {
   at::Tensor residuals;         // (batch..., k) or (0,)
   at::Tensor rank;              // (a_batch...) int64, or (0,) for gels
   at::Tensor singular_values;   // (a_batch..., min(m, n)) for gelsd / gelss, else (0,)
+  bool has_residuals = false;   // whether `residuals` was computed (it may still be empty)
 };
 
 // A (a_batch..., m, n), B (batch..., m, k) already broadcast to the common batch.
@@ -517,20 +518,21 @@ LstsqResults lstsq_compute(const at::Tensor& A, const at::Tensor& B, double rcon
   r.rank = at::empty({0}, opts.dtype(at::kLong));
   r.singular_values = at::empty({0}, opts);
   bool residuals = m > n && driver != "gelsy";
+  if (driver != "gelsd" && driver != "gelss" && std::min({m, n, k}) == 0) {
+    // LAPACK's quick return (gels, gelsy) zeroes B: zero solution, zero residuals, rank 0.
+    r.solution = at::zeros(with(batch, {n, k}), opts);
+    if (residuals) r.has_residuals = true, r.residuals = at::zeros(with(batch, {k}), opts);
+    if (driver == "gelsy") r.rank = at::zeros(a_batch, opts.dtype(at::kLong));
+    return r;
+  }
   if (driver == "gels") {
-    if (std::min(m, n) == 0) {
-      // LAPACK's quick return zeroes B: zero solution and zero residuals.
-      r.solution = at::zeros(with(batch, {n, k}), opts);
-      if (residuals) r.residuals = at::zeros(with(batch, {k}), opts);
-      return r;
-    }
     if (m >= n) {
       auto [qr, tau] = at::geqrf(A);
       const at::Tensor qtb = at::ormqr(qr.expand(with(batch, {m, n})), tau.expand(with(batch, {n})), B,
                                        /*left=*/true, /*transpose=*/true);
       const at::Tensor R = qr.narrow(-2, 0, n).triu();
       r.solution = at::linalg_solve_triangular(R, qtb.narrow(-2, 0, n), /*upper=*/true);
-      if (residuals) r.residuals = qtb.narrow(-2, n, m - n).square().sum(-2);
+      if (residuals) r.has_residuals = true, r.residuals = qtb.narrow(-2, n, m - n).square().sum(-2);
       return r;
     }
     auto [qr, tau] = at::geqrf(A.mT());  // (a_batch..., n, m)
@@ -556,7 +558,7 @@ LstsqResults lstsq_compute(const at::Tensor& A, const at::Tensor& B, double rcon
   if (r.solution.sizes() != at::IntArrayRef(with(batch, {n, k})))
     r.solution = r.solution.expand(with(batch, {n, k})).contiguous();
   if (residuals && svd_driver) residuals = (r.rank == n).all().item<bool>();  // the CPU's host read
-  if (residuals) r.residuals = (at::matmul(Ab, r.solution) - B).square().sum(-2);
+  if (residuals) r.has_residuals = true, r.residuals = (at::matmul(Ab, r.solution) - B).square().sum(-2);
   return r;
 }
 
@@ -631,7 +633,7 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_lstsq_out(
     }
   };
   assign(solution, value);
-  if (res.residuals.numel() > 0 || residuals.numel() > 0) assign(residuals, res.residuals);
+  if (res.has_residuals) assign(residuals, res.residuals);
   if (name != "gels") assign(rank, res.rank);
   if (name == "gelsd" || name == "gelss") assign(singular_values, res.singular_values);
   return {solution, residuals, rank, singular_values};
