@@ -497,10 +497,13 @@ struct LstsqResults {
 //     the rows n: of Q^T B; m < n: A^T = QR, X = Q [R^-T B; 0] (the minimum-norm solution).
 //   gelsy / gelsd / gelss: the SVD A = U S V^T, rank = #{s_i > tol}, X = V S+ U^T B with the
 //     singular values under tol dropped (the minimum-norm solution LAPACK's drivers return).
-//     tol = rcond * s_max; gelsd / gelss use eps for a negative rcond, as LAPACK. gelsy's
-//     rank is LAPACK's incremental condition estimate of a column-pivoted QR; here it is the
-//     singular value test with the same rcond, which agrees except for matrices whose
-//     numerical rank is ambiguous at that threshold.
+//     tol = rcond * s_max; gelsd / gelss use eps for a negative rcond, as LAPACK.
+//     Known difference: LAPACK's gelsy truncates a column-pivoted QR (rank from an incremental
+//     condition estimate), not the SVD. Both give the same result for full-rank and exactly
+//     rank-deficient matrices; when the dropped singular values are not negligible the two
+//     truncations give different solutions (test_lstsq.py keeps a strict xfail for it).
+// gels does not report a rank-deficient A (LAPACK's info > 0, which the CPU raises): that
+// would need a host read of the factor's diagonal.
 // Residuals (m > n, not gelsy; gelsd / gelss only when every matrix has rank n: a host read
 // of the ranks, as the CPU does) are the squared column norms of A X - B.
 LstsqResults lstsq_compute(const at::Tensor& A, const at::Tensor& B, double rcond, const std::string& driver) {
@@ -521,7 +524,10 @@ LstsqResults lstsq_compute(const at::Tensor& A, const at::Tensor& B, double rcon
   if (driver != "gelsd" && driver != "gelss" && std::min({m, n, k}) == 0) {
     // LAPACK's quick return (gels, gelsy) zeroes B: zero solution, zero residuals, rank 0.
     r.solution = at::zeros(with(batch, {n, k}), opts);
-    if (residuals) r.has_residuals = true, r.residuals = at::zeros(with(batch, {k}), opts);
+    if (residuals) {
+      r.residuals = at::zeros(with(batch, {k}), opts);
+      r.has_residuals = true;
+    }
     if (driver == "gelsy") r.rank = at::zeros(a_batch, opts.dtype(at::kLong));
     return r;
   }
@@ -532,7 +538,10 @@ LstsqResults lstsq_compute(const at::Tensor& A, const at::Tensor& B, double rcon
                                        /*left=*/true, /*transpose=*/true);
       const at::Tensor R = qr.narrow(-2, 0, n).triu();
       r.solution = at::linalg_solve_triangular(R, qtb.narrow(-2, 0, n), /*upper=*/true);
-      if (residuals) r.has_residuals = true, r.residuals = qtb.narrow(-2, n, m - n).square().sum(-2);
+      if (residuals) {
+        r.residuals = qtb.narrow(-2, n, m - n).square().sum(-2);
+        r.has_residuals = true;
+      }
       return r;
     }
     auto [qr, tau] = at::geqrf(A.mT());  // (a_batch..., n, m)
@@ -558,7 +567,10 @@ LstsqResults lstsq_compute(const at::Tensor& A, const at::Tensor& B, double rcon
   if (r.solution.sizes() != at::IntArrayRef(with(batch, {n, k})))
     r.solution = r.solution.expand(with(batch, {n, k})).contiguous();
   if (residuals && svd_driver) residuals = (r.rank == n).all().item<bool>();  // the CPU's host read
-  if (residuals) r.has_residuals = true, r.residuals = (at::matmul(Ab, r.solution) - B).square().sum(-2);
+  if (residuals) {
+    r.residuals = (at::matmul(Ab, r.solution) - B).square().sum(-2);
+    r.has_residuals = true;
+  }
   return r;
 }
 
