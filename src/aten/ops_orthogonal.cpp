@@ -634,20 +634,52 @@ std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_lstsq_out(
   at::Tensor value = buffer.narrow(-2, 0, n);
   if (vector_case) value = value.squeeze(-1);
 
-  // Outputs: as the CPU, fresh (empty, right dtype) outputs take the results' own storage;
-  // others are resized and copied into.
-  auto assign = [](at::Tensor& out, const at::Tensor& v) {
-    if (out.numel() == 0 && out.scalar_type() == v.scalar_type()) {
-      out = v;
-    } else {
-      at::native::resize_output(out, v.sizes());
-      out.copy_(v);
-    }
+  // Outputs, as the CPU's linalg_lstsq_out: when every given output is usable as LAPACK's
+  // workspace (right dtype; empty, or the expected shape and layout) they are written in
+  // place: `solution` becomes the full buffer and the returned tensor its first n rows. Else
+  // every output is resized and copied into (the CPU's temporaries path).
+  const bool svd_driver = name == "gelsd" || name == "gelss";
+  std::vector<int64_t> expected_solution(batch);  // the CPU's (slightly narrower) shape test
+  expected_solution.push_back(std::max(m, n));
+  if (!vector_case && other.dim() > 2) expected_solution.push_back(other.size(-1));
+  const bool solution_layout_ok = vector_case ? solution.is_contiguous()
+                                              : solution.dim() >= 2 && solution.mT().is_contiguous();
+  const auto a_batch = input.sizes().slice(0, input.dim() - 2);
+  bool copy_needed = solution.scalar_type() != dtype;
+  copy_needed |= solution.numel() != 0 && (!solution_layout_ok || solution.sizes() != at::IntArrayRef(expected_solution));
+  if (name != "gels") {
+    copy_needed |= rank.scalar_type() != at::kLong;
+    copy_needed |= rank.numel() != 0 && (rank.sizes() != a_batch || !rank.is_contiguous());
+  }
+  if (svd_driver) {
+    copy_needed |= singular_values.scalar_type() != dtype;
+    copy_needed |= singular_values.numel() != 0 &&
+                   (singular_values.sizes() != res.singular_values.sizes() || !singular_values.is_contiguous());
+  }
+  auto copy_into = [](at::Tensor& out, const at::Tensor& v) {
+    at::native::resize_output(out, v.sizes());
+    out.copy_(v);
   };
-  assign(solution, value);
-  if (res.has_residuals) assign(residuals, res.residuals);
-  if (name != "gels") assign(rank, res.rank);
-  if (name == "gelsd" || name == "gelss") assign(singular_values, res.singular_values);
+  if (copy_needed) {
+    copy_into(solution, value);
+    copy_into(residuals, res.residuals);
+    copy_into(rank, res.rank);
+    copy_into(singular_values, res.singular_values);
+    return {solution, residuals, rank, singular_values};
+  }
+  if (solution.numel() == 0) {
+    if (vector_case)
+      solution.resize_(full);
+    else
+      solution.resize_(buffer.sizes()).as_strided_(buffer.sizes(), buffer.strides());
+  }
+  at::Tensor full_solution = vector_case ? solution.unsqueeze(-1) : solution;
+  full_solution.copy_(buffer);
+  solution = full_solution.narrow(-2, 0, n);
+  if (vector_case) solution = solution.squeeze(-1);
+  if (res.has_residuals) copy_into(residuals, res.residuals);
+  if (name != "gels") copy_into(rank, res.rank);
+  if (svd_driver) copy_into(singular_values, res.singular_values);
   return {solution, residuals, rank, singular_values};
 }
 }  // namespace

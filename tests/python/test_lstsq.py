@@ -107,8 +107,17 @@ def test_out_variant():
         r = torch.linalg.lstsq(x, y, driver=driver, out=outs)
         return tuple(r)
 
+    def given_outs(x, y, driver, vector=False):
+        # The out tensors themselves: fresh ones become LAPACK's (max(m, n), k) buffer on CPU.
+        outs = (torch.empty(0, dtype=dt, device=x.device), torch.empty(0, dtype=dt, device=x.device),
+                torch.empty(0, dtype=torch.int64, device=x.device), torch.empty(0, dtype=dt, device=x.device))
+        torch.linalg.lstsq(x, y[..., 0] if vector else y, driver=driver, out=outs)
+        return tuple(o[:3] if i == 0 else o for i, o in enumerate(outs))  # rows n: are LAPACK's scratch
+
     for driver in DRIVERS:
         check(lambda x, y: with_out(x, y, driver), a, b, **TOL[dt])
+        check(lambda x, y: given_outs(x, y, driver), a, b, **TOL[dt])
+        check(lambda x, y: given_outs(x, y, driver, vector=True), a, b, **TOL[dt])
 
     def wrong_shape_out(x, y):
         outs = (torch.empty(7, dtype=dt, device=x.device), torch.empty(1, dtype=dt, device=x.device),
