@@ -1,12 +1,14 @@
 // Native orthogonal factorizations: _linalg_eigh (symmetric eigendecomposition), _linalg_svd
 // (singular value decomposition), linalg_qr, geqrf, linalg_householder_product (orgqr) and
-// ormqr, functional and out=, float32 / float64. Shapes,
+// ormqr, functional and out=, and linalg_lstsq (all four drivers, composed of these), float32 / float64. Shapes,
 // output strides (LAPACK's column-major, as the CPU) and argument checks come from PyTorch's
 // meta functions; the kernels (src/kernels/orthogonal.h) take any strides whose batch dims
 // collapse to one stride, other operands go through contiguous temporaries. Everything the
 // public functions built on these (svdvals, pinv, matrix_rank, matrix_norm('nuc'), eigvalsh,
 // and the autograd formulas) composes from other native ops.
 #include <ATen/ATen.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/native/LinearAlgebraUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_linalg_eigh_meta.h>
 #include <ATen/ops/_linalg_svd_meta.h>
@@ -15,6 +17,9 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <cctype>
+#include <limits>
+#include <string>
 #include <optional>
 #include <tuple>
 #include <vector>
@@ -457,6 +462,226 @@ at::Tensor ormqr(const at::Tensor& input, const at::Tensor& tau, const at::Tenso
   return result;
 }
 
+
+// ---------------------------------------------------------------- lstsq
+
+// The CPU's driver choice and check (driver=None is 'gelsy' on the CPU, and vk offers all four).
+std::string lstsq_driver(const std::optional<c10::string_view>& driver) {
+  if (!driver.has_value()) return "gelsy";
+  std::string name(driver->begin(), driver->end());
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  TORCH_CHECK(name == "gels" || name == "gelsy" || name == "gelsd" || name == "gelss",
+              "torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)");
+  return name;
+}
+
+void check_lstsq_out(const at::Tensor& out, const at::Tensor& input, at::ScalarType expected, const char* name) {
+  TORCH_CHECK(out.device() == input.device(), "torch.linalg.lstsq: Expected ", name,
+              " and input tensors to be on the same device, but got ", name, " on ", out.device(),
+              " and input on ", input.device());
+  TORCH_CHECK(at::canCast(expected, out.scalar_type()), "torch.linalg.lstsq: Expected ", name,
+              " to be safely castable from ", expected, " dtype, but got ", name, " with dtype ",
+              out.scalar_type());
+}
+
+struct LstsqResults {
+  at::Tensor solution;          // (batch..., n, k): the minimum-norm least-squares solution
+  at::Tensor residuals;         // (batch..., k) or (0,)
+  at::Tensor rank;              // (a_batch...) int64, or (0,) for gels
+  at::Tensor singular_values;   // (a_batch..., min(m, n)) for gelsd / gelss, else (0,)
+  bool has_residuals = false;   // whether `residuals` was computed (it may still be empty)
+};
+
+// A (a_batch..., m, n), B (batch..., m, k) already broadcast to the common batch.
+//   gels (full rank assumed, as LAPACK's): m >= n: A = QR, X = R^-1 (Q^T B)[:n], residuals from
+//     the rows n: of Q^T B; m < n: A^T = QR, X = Q [R^-T B; 0] (the minimum-norm solution).
+//   gelsy / gelsd / gelss: the SVD A = U S V^T, rank = #{s_i > tol}, X = V S+ U^T B with the
+//     singular values under tol dropped (the minimum-norm solution LAPACK's drivers return).
+//     tol = rcond * s_max; gelsd / gelss use eps for a negative rcond, as LAPACK.
+//     Known difference: LAPACK's gelsy truncates a column-pivoted QR (rank from an incremental
+//     condition estimate), not the SVD. Both give the same result for full-rank and exactly
+//     rank-deficient matrices; when the dropped singular values are not negligible the two
+//     truncations give different solutions (test_lstsq.py keeps a strict xfail for it).
+// gels does not report a rank-deficient A (LAPACK's info > 0, which the CPU raises): that
+// would need a host read of the factor's diagonal.
+// Residuals (m > n, not gelsy; gelsd / gelss only when every matrix has rank n: a host read
+// of the ranks, as the CPU does) are the squared column norms of A X - B.
+LstsqResults lstsq_compute(const at::Tensor& A, const at::Tensor& B, double rcond, const std::string& driver) {
+  const int64_t m = A.size(-2), n = A.size(-1), k = B.size(-1);
+  std::vector<int64_t> batch(B.sizes().begin(), B.sizes().end() - 2);
+  std::vector<int64_t> a_batch(A.sizes().begin(), A.sizes().end() - 2);
+  auto with = [](std::vector<int64_t> v, std::initializer_list<int64_t> tail) {
+    v.insert(v.end(), tail);
+    return v;
+  };
+  const auto Ab = A.expand(with(batch, {m, n}));
+  LstsqResults r;
+  const at::TensorOptions opts = A.options();
+  r.residuals = at::empty({0}, opts);
+  r.rank = at::empty({0}, opts.dtype(at::kLong));
+  r.singular_values = at::empty({0}, opts);
+  bool residuals = m > n && driver != "gelsy";
+  if (driver != "gelsd" && driver != "gelss" && std::min({m, n, k}) == 0) {
+    // LAPACK's quick return (gels, gelsy) zeroes B: zero solution, zero residuals, rank 0.
+    r.solution = at::zeros(with(batch, {n, k}), opts);
+    if (residuals) {
+      r.residuals = at::zeros(with(batch, {k}), opts);
+      r.has_residuals = true;
+    }
+    if (driver == "gelsy") r.rank = at::zeros(a_batch, opts.dtype(at::kLong));
+    return r;
+  }
+  if (driver == "gels") {
+    if (m >= n) {
+      auto [qr, tau] = at::geqrf(A);
+      const at::Tensor qtb = at::ormqr(qr.expand(with(batch, {m, n})), tau.expand(with(batch, {n})), B,
+                                       /*left=*/true, /*transpose=*/true);
+      const at::Tensor R = qr.narrow(-2, 0, n).triu();
+      r.solution = at::linalg_solve_triangular(R, qtb.narrow(-2, 0, n), /*upper=*/true);
+      if (residuals) {
+        r.residuals = qtb.narrow(-2, n, m - n).square().sum(-2);
+        r.has_residuals = true;
+      }
+      return r;
+    }
+    auto [qr, tau] = at::geqrf(A.mT());  // (a_batch..., n, m)
+    const at::Tensor Rt = qr.narrow(-2, 0, m).triu().mT();
+    const at::Tensor y = at::linalg_solve_triangular(Rt, B, /*upper=*/false);  // (batch..., m, k)
+    at::Tensor padded = at::zeros(with(batch, {n, k}), opts);
+    padded.narrow(-2, 0, m).copy_(y);
+    r.solution = at::ormqr(qr.expand(with(batch, {n, m})), tau.expand(with(batch, {m})), padded,
+                           /*left=*/true, /*transpose=*/false);
+    return r;
+  }
+  const bool svd_driver = driver == "gelsd" || driver == "gelss";
+  const double eps = A.scalar_type() == at::kDouble ? std::numeric_limits<double>::epsilon()
+                                                    : std::numeric_limits<float>::epsilon();
+  const double threshold = svd_driver ? (rcond < 0 ? eps : rcond) : std::max(rcond, 0.0);
+  auto [U, S, Vh] = at::linalg_svd(A, /*full_matrices=*/false);
+  const at::Tensor keep = S > S.narrow(-1, 0, std::min<int64_t>(1, S.size(-1))) * threshold;
+  r.rank = keep.sum(-1);
+  if (svd_driver) r.singular_values = S;
+  const at::Tensor inverse = at::where(keep, S.reciprocal(), at::zeros({}, opts));
+  const at::Tensor utb = at::matmul(U.mT(), B) * inverse.unsqueeze(-1);
+  r.solution = at::matmul(Vh.mT(), utb);
+  if (r.solution.sizes() != at::IntArrayRef(with(batch, {n, k})))
+    r.solution = r.solution.expand(with(batch, {n, k})).contiguous();
+  if (residuals && svd_driver) residuals = (r.rank == n).all().item<bool>();  // the CPU's host read
+  if (residuals) {
+    r.residuals = (at::matmul(Ab, r.solution) - B).square().sum(-2);
+    r.has_residuals = true;
+  }
+  return r;
+}
+
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&, at::Tensor&> linalg_lstsq_out(
+    const at::Tensor& input, const at::Tensor& other, std::optional<double> rcond,
+    std::optional<c10::string_view> driver, at::Tensor& solution, at::Tensor& residuals, at::Tensor& rank,
+    at::Tensor& singular_values) {
+  TORCH_CHECK(input.dim() >= 2, "torch.linalg.lstsq: input must have at least 2 dimensions.");
+  TORCH_CHECK(other.dim() >= 1, "torch.linalg.lstsq: other must have at least 1 dimension.");
+  TORCH_CHECK(input.scalar_type() == other.scalar_type(),
+              "torch.linalg.lstsq: Expected input and other to have the same dtype, but got input's dtype ",
+              input.scalar_type(), " and other's dtype ", other.scalar_type());
+  const int64_t dim_diff = input.dim() - other.dim();
+  TORCH_CHECK(0 <= dim_diff && dim_diff <= 1,
+              "torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() and (input.dim() - other.dim()) <= 1");
+  const at::Tensor other_2d = dim_diff ? other.unsqueeze(-1) : other;
+  TORCH_CHECK(input.size(-2) == other_2d.size(-2),
+              dim_diff ? "torch.linalg.lstsq: input.size(-2) should match other.size(-1)"
+                       : "torch.linalg.lstsq: input.size(-2) should match other.size(-2)");
+  TORCH_CHECK(other.device() == input.device(), "torch.linalg.lstsq: Expected other and input tensors to be on the same device, but got other on ",
+              other.device(), " and input on ", input.device());
+  const at::ScalarType dtype = input.scalar_type();
+  check_lstsq_out(solution, input, dtype, "solution");
+  check_lstsq_out(residuals, input, dtype, "solution");  // (sic: the CPU's message)
+  check_lstsq_out(rank, input, at::kLong, "rank");
+  check_lstsq_out(singular_values, input, dtype, "singular_values");
+  const std::string name = lstsq_driver(driver);
+  TORCH_CHECK(dtype == at::kFloat || dtype == at::kDouble,
+              "This function doesn't handle types other than float and double");
+  vk_dtype(dtype, "linalg_lstsq");
+  const int64_t m = input.size(-2), n = input.size(-1);
+  const double rcond_value = rcond.has_value()
+                                 ? *rcond
+                                 : (dtype == at::kDouble ? std::numeric_limits<double>::epsilon()
+                                                         : std::numeric_limits<float>::epsilon()) *
+                                       static_cast<double>(std::max(m, n));
+
+  // The CPU's vector case: other is (m,) or input.shape[:-1].
+  const bool vector_case = at::native::linalg_solve_is_vector_rhs(input, other);
+  const at::Tensor B2 = vector_case ? other.unsqueeze(-1) : other;
+  std::vector<int64_t> batch = at::infer_size(input.sizes().slice(0, input.dim() - 2),
+                                              B2.sizes().slice(0, B2.dim() - 2));
+  std::vector<int64_t> b_shape = batch;
+  b_shape.push_back(m);
+  b_shape.push_back(B2.size(-1));
+  LstsqResults res = lstsq_compute(input, B2.expand(b_shape), rcond_value, name);
+  if (m == 0) res.solution.zero_();
+
+  // The CPU's solution: a (batch..., max(m, n), k) LAPACK buffer (batched column-major; C
+  // contiguous in the vector case), narrowed to n rows.
+  std::vector<int64_t> full = batch;
+  full.push_back(std::max(m, n));
+  at::Tensor buffer;
+  if (vector_case) {
+    buffer = at::zeros(full, input.options()).unsqueeze(-1);
+  } else {
+    full.push_back(B2.size(-1));
+    buffer = empty_column_major(full, input.options()).zero_();
+  }
+  buffer.narrow(-2, 0, n).copy_(res.solution);
+  at::Tensor value = buffer.narrow(-2, 0, n);
+  if (vector_case) value = value.squeeze(-1);
+
+  // Outputs, as the CPU's linalg_lstsq_out: when every given output is usable as LAPACK's
+  // workspace (right dtype; empty, or the expected shape and layout) they are written in
+  // place: `solution` becomes the full buffer and the returned tensor its first n rows. Else
+  // every output is resized and copied into (the CPU's temporaries path).
+  const bool svd_driver = name == "gelsd" || name == "gelss";
+  std::vector<int64_t> expected_solution(batch);  // the CPU's (slightly narrower) shape test
+  expected_solution.push_back(std::max(m, n));
+  if (!vector_case && other.dim() > 2) expected_solution.push_back(other.size(-1));
+  const bool solution_layout_ok = vector_case ? solution.is_contiguous()
+                                              : solution.dim() >= 2 && solution.mT().is_contiguous();
+  const auto a_batch = input.sizes().slice(0, input.dim() - 2);
+  bool copy_needed = solution.scalar_type() != dtype;
+  copy_needed |= solution.numel() != 0 && (!solution_layout_ok || solution.sizes() != at::IntArrayRef(expected_solution));
+  if (name != "gels") {
+    copy_needed |= rank.scalar_type() != at::kLong;
+    copy_needed |= rank.numel() != 0 && (rank.sizes() != a_batch || !rank.is_contiguous());
+  }
+  if (svd_driver) {
+    copy_needed |= singular_values.scalar_type() != dtype;
+    copy_needed |= singular_values.numel() != 0 &&
+                   (singular_values.sizes() != res.singular_values.sizes() || !singular_values.is_contiguous());
+  }
+  auto copy_into = [](at::Tensor& out, const at::Tensor& v) {
+    at::native::resize_output(out, v.sizes());
+    out.copy_(v);
+  };
+  if (copy_needed) {
+    copy_into(solution, value);
+    copy_into(residuals, res.residuals);
+    copy_into(rank, res.rank);
+    copy_into(singular_values, res.singular_values);
+    return {solution, residuals, rank, singular_values};
+  }
+  if (solution.numel() == 0) {
+    if (vector_case)
+      solution.resize_(full);
+    else
+      solution.resize_(buffer.sizes()).as_strided_(buffer.sizes(), buffer.strides());
+  }
+  at::Tensor full_solution = vector_case ? solution.unsqueeze(-1) : solution;
+  full_solution.copy_(buffer);
+  solution = full_solution.narrow(-2, 0, n);
+  if (vector_case) solution = solution.squeeze(-1);
+  if (res.has_residuals) copy_into(residuals, res.residuals);
+  if (name != "gels") copy_into(rank, res.rank);
+  if (svd_driver) copy_into(singular_values, res.singular_values);
+  return {solution, residuals, rank, singular_values};
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -472,6 +697,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("linalg_householder_product.out", TORCH_FN(householder_product_out));
   m.impl("ormqr", TORCH_FN(ormqr));
   m.impl("ormqr.out", TORCH_FN(ormqr_out));
+  m.impl("linalg_lstsq.out", TORCH_FN(linalg_lstsq_out));
 }
 
 }  // namespace tvk::aten

@@ -9,17 +9,17 @@ import torch
 
 import torch_vk
 
-# aten::igamma has no native vk kernel (and no composite decomposition): an op that really
+# aten::gcd has no native vk kernel (and no composite decomposition): an op that really
 # falls back; the fallback computes on the CPU, so the result equals the CPU's exactly. Counts
-# are keyed by overload name.
-OP = "aten::igamma"
-VALUES = [1.0, 2.0, 1.0, 0.5]
-EXPECTED = torch.igamma(torch.full((4,), 1.5), torch.tensor(VALUES)).tolist()
+# are keyed by overload name (gcd reaches aten::gcd.out).
+OP = "aten::gcd"
+VALUES = [4, 9, 6, 5]
+EXPECTED = torch.gcd(torch.full((4,), 6), torch.tensor(VALUES)).tolist()
 
 
 def run_op():
     x = torch.tensor(VALUES).to("vk")
-    return torch.igamma(torch.full((4,), 1.5, device="vk"), x)
+    return torch.gcd(torch.full((4,), 6, device="vk"), x)
 
 
 def test_warn_mode_warns_once_and_computes():
@@ -31,7 +31,7 @@ def test_warn_mode_warns_once_and_computes():
         run_op()
     assert y.device.type == "vk"
     assert y.cpu().tolist() == EXPECTED
-    fallback_warnings = [w for w in caught if "igamma" in str(w.message)]
+    fallback_warnings = [w for w in caught if "gcd" in str(w.message)]
     assert len(fallback_warnings) <= 1  # once per op per process
     counts = torch_vk.stats()["fallbacks"]
     assert sum(n for name, n in counts.items() if name.startswith(OP)) >= 2, counts
@@ -40,14 +40,14 @@ def test_warn_mode_warns_once_and_computes():
 def test_error_mode_raises_not_implemented():
     torch_vk.set_fallback_mode("error")
     try:
-        with pytest.raises(NotImplementedError, match="igamma"):
+        with pytest.raises(NotImplementedError, match="gcd"):
             run_op()
     finally:
         torch_vk.set_fallback_mode("warn")
 
 
 SCRIPT = (f"x = torch.tensor({VALUES}).to('vk')\n"
-          "y = torch.igamma(torch.full((4,), 1.5, device='vk'), x)\n")
+          "y = torch.gcd(torch.full((4,), 6, device='vk'), x)\n")
 
 
 def test_silent_mode_from_environment():
@@ -65,4 +65,4 @@ def test_error_mode_from_environment():
         "except NotImplementedError as e:\n    print('NIE', e)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          check=True).stdout
-    assert out.startswith("NIE") and "igamma" in out
+    assert out.startswith("NIE") and "gcd" in out
