@@ -1,0 +1,127 @@
+// Complex storage on vk: the helpers of complex_storage.h, the views between complex and real
+// (view_as_real, view_as_complex), and the conjugation kernels (_conj_physical,
+// conj_physical_, conj_physical.out) as composites over the real view (negate the imaginary
+// plane: one element-wise dispatch). resolve_conj / resolve_neg / real / imag / _conj /
+// _neg_view are PyTorch composites over these and copy_.
+#include <ATen/ATen.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "aten/complex_storage.h"
+#include "aten/vk_common.h"
+
+namespace tvk::aten {
+
+void check_storage_dtype(at::ScalarType type, const char* op) {
+  if (type == at::kComplexFloat) return;
+  if (type == at::kComplexDouble) {
+    TORCH_CHECK_TYPE(is_supported_dtype(at::kDouble, -1), "\"", op,
+                     "\" not implemented for 'ComplexDouble' on vk: this device has no "
+                     "shaderFloat64 support (use complex64, or run the op on the CPU)");
+    return;
+  }
+  vk_dtype(type, op);
+}
+
+at::Tensor raw_alias(const at::Tensor& t) {
+  c10::DispatchKeySet keys = t.key_set();
+  keys = keys.remove(c10::DispatchKey::Conjugate).remove(c10::DispatchKey::Negative);
+  at::Tensor alias = at::detail::make_tensor<c10::TensorImpl>(c10::Storage(t.storage()), keys,
+                                                              t.dtype());
+  alias.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  return alias;
+}
+
+at::Tensor raw_real_view(const at::Tensor& t) { return at::view_as_real(raw_alias(t)); }
+
+void copy_complex(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
+  if (dst.numel() == 0) return;
+  const at::Tensor s = raw_alias(src.expand(dst.sizes()));
+  const at::Tensor d = raw_alias(dst);
+  const bool flip_sign = src.is_neg() != dst.is_neg();
+  if (src.is_complex() && dst.is_complex()) {
+    const at::Tensor dr = at::view_as_real(d);
+    dr.copy_(at::view_as_real(s), non_blocking);
+    if (flip_sign) dr.neg_();
+    if (src.is_conj() != dst.is_conj()) dr.select(-1, 1).neg_();
+  } else if (dst.is_complex()) {  // real -> complex
+    const at::Tensor dr = at::view_as_real(d);
+    dr.select(-1, 0).copy_(s, non_blocking);
+    dr.select(-1, 1).zero_();
+    if (flip_sign) dr.select(-1, 0).neg_();
+  } else {  // complex -> real
+    TORCH_WARN_ONCE("Casting complex values to real discards the imaginary part");
+    d.copy_(at::view_as_real(s).select(-1, 0), non_blocking);
+    if (flip_sign) d.neg_();
+  }
+}
+
+void fill_complex(const at::Tensor& self, const at::Scalar& value) {
+  if (self.numel() == 0) return;
+  c10::complex<double> v = value.toComplexDouble();
+  if (self.is_conj()) v = std::conj(v);
+  if (self.is_neg()) v = -v;
+  if (self.scalar_type() == at::kComplexFloat) (void)value.to<c10::complex<float>>();  // range check
+  const at::Tensor r = raw_real_view(self);
+  r.select(-1, 0).fill_(v.real());
+  r.select(-1, 1).fill_(v.imag());
+}
+
+namespace {
+
+at::Tensor view_as_real(const at::Tensor& self) { return at::native::view_as_real(self); }
+
+at::Tensor view_as_complex(const at::Tensor& self) { return at::native::view_as_complex(self); }
+
+// out = conj(self) materialized (no conjugate bit). Real tensors: a copy.
+at::Tensor& conj_physical_out(const at::Tensor& self, at::Tensor& out) {
+  at::native::resize_output(out, self.sizes());
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "conj_physical: expected out dtype ",
+              self.scalar_type(), ", got ", out.scalar_type());
+  out.copy_(self);  // copy_ honours the bits of both sides
+  if (out.is_complex() && out.numel() > 0) raw_real_view(out).select(-1, 1).neg_();
+  return out;
+}
+
+at::Tensor conj_physical(const at::Tensor& self) {
+  at::Tensor out = at::empty_like(self);
+  if (!self.is_complex()) return out.copy_(self);
+  return conj_physical_out(self, out);
+}
+
+at::Tensor& conj_physical_(at::Tensor& self) {
+  if (!self.is_complex() || self.numel() == 0) return self;
+  // On the stored bytes: conj of the logical value is conj of the stored one either way.
+  raw_real_view(self).select(-1, 1).neg_();
+  return self;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("view_as_real", TORCH_FN(view_as_real));
+  m.impl("view_as_complex", TORCH_FN(view_as_complex));
+  m.impl("_conj_physical", TORCH_FN(conj_physical));
+  m.impl("conj_physical.out", TORCH_FN(conj_physical_out));
+  m.impl("conj_physical_", TORCH_FN(conj_physical_));
+}
+
+}  // namespace tvk::aten
+
+namespace tvk::aten {
+// copy_ of a tensor with the conjugate / negative bit reaches _copy_from (copy_ itself is a
+// fallthrough for those keys). PyTorch's math-bit fallback would materialize the source with
+// clone(), which calls copy_ -> _copy_from again: endless recursion. copy_complex honours
+// the bits itself, so the bits pass through to the vk kernel.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+}  // namespace tvk::aten
