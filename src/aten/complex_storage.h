@@ -28,4 +28,14 @@ void copy_complex(const at::Tensor& src, const at::Tensor& dst, bool non_blockin
 // fill_ of a complex vk tensor with `value` (the real and imaginary planes of its real view).
 void fill_complex(const at::Tensor& self, const at::Scalar& value);
 
+// Element-wise complex arithmetic as composites over the real views (native float kernels),
+// for the add / sub / mul kernels of ops_elementwise.cpp. Either operand may be real (or a
+// wrapped CPU number); `out` undefined: allocated. PyTorch's type promotion and broadcasting.
+inline bool any_complex(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
+  return a.is_complex() || b.is_complex() || (out.defined() && out.is_complex());
+}
+at::Tensor& complex_add(at::Tensor& out, const at::Tensor& self, const at::Tensor& other,
+                        const at::Scalar& alpha, bool subtract);
+at::Tensor& complex_mul(at::Tensor& out, const at::Tensor& self, const at::Tensor& other);
+
 }  // namespace tvk::aten

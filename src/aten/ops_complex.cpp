@@ -72,6 +72,83 @@ void fill_complex(const at::Tensor& self, const at::Scalar& value) {
 
 namespace {
 
+// The common complex dtype and shape of (self, other); out allocated or checked / resized.
+// Returns the operands as resolved complex vk tensors expanded to the shape.
+std::pair<at::Tensor, at::Tensor> complex_operands(at::Tensor& out, const at::Tensor& self,
+                                                   const at::Tensor& other, const char* op) {
+  const at::ScalarType type = at::result_type(self, other);
+  TORCH_CHECK_TYPE(c10::isComplexType(type), "\"", op, "\": expected a complex result type");
+  check_storage_dtype(type, op);
+  const at::Device device = self.device().is_privateuseone() ? self.device() : other.device();
+  const auto shape = at::infer_size(self.sizes(), other.sizes());
+  if (!out.defined()) {
+    out = at::empty(shape, self.options().dtype(type).device(device));
+  } else {
+    TORCH_CHECK(c10::canCast(type, out.scalar_type()), "result type ", type,
+                " can't be cast to the desired output type ", out.scalar_type());
+    at::native::resize_output(out, shape);
+  }
+  auto prep = [&](const at::Tensor& t) {
+    at::Tensor c = t.to(device, out.scalar_type());
+    return c.resolve_conj().resolve_neg().expand(shape);
+  };
+  return {prep(self), prep(other)};
+}
+
+}  // namespace
+
+at::Tensor& complex_add(at::Tensor& out, const at::Tensor& self, const at::Tensor& other,
+                        const at::Scalar& alpha, bool subtract) {
+  TORCH_CHECK(!alpha.isComplex(), "torch-vk: complex alpha is not supported");
+  TORCH_CHECK(!out.defined() || out.is_complex(), "result type ", at::result_type(self, other),
+              " can't be cast to the desired output type ", out.scalar_type());
+  auto [a, b] = complex_operands(out, self, other, subtract ? "sub" : "add");
+  if (out.numel() == 0) return out;
+  at::Tensor r = raw_real_view(out);
+  if (subtract) at::sub_out(r, at::view_as_real(a), at::view_as_real(b), alpha);
+  else at::add_out(r, at::view_as_real(a), at::view_as_real(b), alpha);
+  if (out.is_conj()) r.select(-1, 1).neg_();
+  if (out.is_neg()) r.neg_();
+  return out;
+}
+
+at::Tensor& complex_mul(at::Tensor& out, const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(!out.defined() || out.is_complex(), "result type ", at::result_type(self, other),
+              " can't be cast to the desired output type ", out.scalar_type());
+  // complex x real: scale both planes by the real factor (one dispatch).
+  const at::Tensor* real_side = !self.is_complex() ? &self : !other.is_complex() ? &other : nullptr;
+  const at::Tensor& complex_side = real_side == &self ? other : self;
+  if (real_side != nullptr) {
+    const at::ScalarType type = at::result_type(self, other);
+    check_storage_dtype(type, "mul");
+    const auto shape = at::infer_size(self.sizes(), other.sizes());
+    const at::Device device = complex_side.device();
+    at::Tensor c = complex_side.to(device, type).resolve_conj().resolve_neg();
+    at::Tensor f = real_side->to(device, c10::toRealValueType(type));
+    at::Tensor prod = at::view_as_real(c) * f.unsqueeze(-1);
+    at::Tensor result = at::view_as_complex(prod);
+    if (!out.defined()) {
+      out = result.expand(shape).contiguous();
+    } else {
+      at::native::resize_output(out, shape);
+      out.copy_(result);
+    }
+    return out;
+  }
+  auto [a, b] = complex_operands(out, self, other, "mul");
+  if (out.numel() == 0) return out;
+  const at::Tensor ar = at::view_as_real(a), br = at::view_as_real(b);
+  const at::Tensor are = ar.select(-1, 0), aim = ar.select(-1, 1);
+  const at::Tensor bre = br.select(-1, 0), bim = br.select(-1, 1);
+  // Computed into temporaries first: out may alias a or b (in-place mul).
+  const at::Tensor re = are * bre - aim * bim;
+  const at::Tensor im = are * bim + aim * bre;
+  out.copy_(at::view_as_complex(at::stack({re, im}, -1)));
+  return out;
+}
+
+namespace {
+
 at::Tensor view_as_real(const at::Tensor& self) { return at::native::view_as_real(self); }
 
 at::Tensor view_as_complex(const at::Tensor& self) { return at::native::view_as_complex(self); }
