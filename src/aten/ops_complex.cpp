@@ -47,6 +47,9 @@ void copy_complex(const at::Tensor& src, const at::Tensor& dst, bool non_blockin
     dr.copy_(at::view_as_real(s), non_blocking);
     if (flip_sign) dr.neg_();
     if (src.is_conj() != dst.is_conj()) dr.select(-1, 1).neg_();
+  } else if (!src.is_complex() && !dst.is_complex()) {  // real with a negative bit
+    d.copy_(s, non_blocking);
+    if (flip_sign) d.neg_();
   } else if (dst.is_complex()) {  // real -> complex
     const at::Tensor dr = at::view_as_real(d);
     dr.select(-1, 0).copy_(s, non_blocking);
@@ -147,6 +150,128 @@ at::Tensor& complex_mul(at::Tensor& out, const at::Tensor& self, const at::Tenso
   return out;
 }
 
+
+namespace {
+
+// `result` into `out` (allocated when undefined), PyTorch's out= resize rules.
+at::Tensor& assign(at::Tensor& out, const at::Tensor& result) {
+  if (!out.defined()) {
+    out = result;
+  } else {
+    at::native::resize_output(out, result.sizes());
+    out.copy_(result);
+  }
+  return out;
+}
+
+// `t` as a resolved tensor of complex dtype `type` on `device` (wrapped CPU numbers move).
+at::Tensor as_complex_on(const at::Tensor& t, at::Device device, at::ScalarType type) {
+  return t.to(device, type).resolve_conj().resolve_neg();
+}
+
+// c10::complex's division (scaled by the larger of |re b|, |im b|, as the CPU computes it).
+at::Tensor complex_divide(const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor ar = at::view_as_real(a), br = at::view_as_real(b);
+  const at::Tensor x = ar.select(-1, 0), y = ar.select(-1, 1);
+  const at::Tensor c = br.select(-1, 0), d = br.select(-1, 1);
+  const at::Tensor c_major = c.abs() >= d.abs();
+  // c_major: rat = d / c, scl = 1 / (c + d rat), re = (x + y rat) scl, im = (y - x rat) scl
+  // else:    rat = c / d, scl = 1 / (d + c rat), re = (y + x rat) scl, im = (y rat - x) scl
+  const at::Tensor rat = at::where(c_major, d / c, c / d);
+  const at::Tensor scl = at::where(c_major, c + d * rat, d + c * rat).reciprocal();
+  const at::Tensor re = at::where(c_major, x + y * rat, y + x * rat) * scl;
+  const at::Tensor im = at::where(c_major, y - x * rat, y * rat - x) * scl;
+  return at::view_as_complex(at::stack({re, im}, -1));
+}
+
+}  // namespace
+
+bool complex_elementwise(const char* kernel, at::Tensor& out, const at::Tensor& a,
+                         const at::Tensor* b) {
+  const std::string_view k(kernel);
+  const at::Device device = a.device().is_privateuseone() || b == nullptr ? a.device() : b->device();
+  if (b == nullptr) {
+    if (!a.is_complex()) return false;
+    const at::Tensor x = as_complex_on(a, device, a.scalar_type());
+    const at::Tensor xr = at::view_as_real(x);
+    if (k == "neg") {
+      assign(out, at::view_as_complex(-xr));
+    } else if (k == "abs") {
+      assign(out, at::hypot(xr.select(-1, 0), xr.select(-1, 1)));
+    } else if (k == "isnan") {
+      assign(out, at::isnan(xr.select(-1, 0)).logical_or_(at::isnan(xr.select(-1, 1))));
+    } else {
+      return false;
+    }
+    return true;
+  }
+  const bool compare = k == "eq" || k == "ne";
+  if (!(compare || k == "div" || k == "mul" || k == "add" || k == "sub")) return false;
+  const at::ScalarType type = at::result_type(a, *b);
+  if (!c10::isComplexType(type)) return false;
+  check_storage_dtype(type, kernel);
+  if (k == "mul") {
+    complex_mul(out, a, *b);
+    return true;
+  }
+  if (k == "add" || k == "sub") {
+    complex_add(out, a, *b, 1, k == "sub");
+    return true;
+  }
+  const at::Tensor x = as_complex_on(a, device, type);
+  if (k == "div" && !b->is_complex()) {  // both planes by the real divisor
+    const at::Tensor f = b->to(device, c10::toRealValueType(type));
+    assign(out, at::view_as_complex((at::view_as_real(x) / f.unsqueeze(-1)).contiguous()));
+    return true;
+  }
+  const at::Tensor y = as_complex_on(*b, device, type);
+  const auto shape = at::infer_size(x.sizes(), y.sizes());
+  const at::Tensor xe = x.expand(shape), ye = y.expand(shape);
+  if (compare) {
+    const at::Tensor xr = at::view_as_real(xe), yr = at::view_as_real(ye);
+    at::Tensor same = at::eq(xr.select(-1, 0), yr.select(-1, 0))
+                          .logical_and_(at::eq(xr.select(-1, 1), yr.select(-1, 1)));
+    assign(out, k == "eq" ? same : same.logical_not_());
+    return true;
+  }
+  assign(out, complex_divide(xe, ye));
+  return true;
+}
+
+namespace {
+
+void check_complex_parts(const at::Tensor& a, const at::Tensor& b, const char* op) {
+  const auto ta = a.scalar_type(), tb = b.scalar_type();
+  TORCH_CHECK((ta == at::kFloat || ta == at::kDouble || ta == at::kHalf) && ta == tb,
+              "Expected both inputs to be Half, Float or Double tensors but got ", ta, " and ", tb);
+}
+
+// torch.complex(real, imag): the two planes of the output's real view.
+at::Tensor& complex_out(const at::Tensor& real, const at::Tensor& imag, at::Tensor& out) {
+  check_complex_parts(real, imag, "complex");
+  TORCH_CHECK(out.scalar_type() == c10::toComplexType(real.scalar_type()),
+              "Expected object of scalar type ", c10::toComplexType(real.scalar_type()),
+              " but got scalar type ", out.scalar_type(), " for argument 'out'");
+  check_storage_dtype(out.scalar_type(), "complex");
+  const auto shape = at::infer_size(real.sizes(), imag.sizes());
+  at::native::resize_output(out, shape);
+  if (out.numel() == 0) return out;
+  const at::Tensor r = raw_real_view(out);
+  r.select(-1, 0).copy_(real.expand(shape));
+  r.select(-1, 1).copy_(imag.expand(shape));
+  if (out.is_conj()) r.select(-1, 1).neg_();
+  if (out.is_neg()) r.neg_();
+  return out;
+}
+
+// torch.polar(abs, angle) = abs * (cos(angle) + i sin(angle)).
+at::Tensor& polar_out(const at::Tensor& abs, const at::Tensor& angle, at::Tensor& out) {
+  check_complex_parts(abs, angle, "polar");
+  return complex_out(abs * at::cos(angle), abs * at::sin(angle), out);
+}
+
+}  // namespace
+
 namespace {
 
 at::Tensor view_as_real(const at::Tensor& self) { return at::native::view_as_real(self); }
@@ -184,6 +309,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_conj_physical", TORCH_FN(conj_physical));
   m.impl("conj_physical.out", TORCH_FN(conj_physical_out));
   m.impl("conj_physical_", TORCH_FN(conj_physical_));
+  m.impl("complex.out", TORCH_FN(complex_out));
+  m.impl("polar.out", TORCH_FN(polar_out));
 }
 
 }  // namespace tvk::aten

@@ -101,6 +101,11 @@ struct ElementwiseRow {
 
   at::Tensor& run(at::Tensor& out, const at::Tensor& a, const at::Tensor* b,
                   const Scalars& scalars = {}) const {
+    // Complex operands: the composites over real views (aten/complex_storage.h) for the ops
+    // they cover; any other op goes on to check_dtypes, which rejects complex.
+    if ((a.is_complex() || (b && b->is_complex()) || (out.defined() && out.is_complex())) &&
+        complex_elementwise(kernel, out, a, b))
+      return out;
     check_dtypes(kernel, a, b);
     auto iter = build_iterator(build, out, a, b);
     const at::ScalarType dtype =
