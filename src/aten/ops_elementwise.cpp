@@ -209,21 +209,15 @@ struct Unary {
 
 template <const ElementwiseRow& R>
 struct Binary {
-  // Complex mul goes to the composite over real views (aten/complex_storage.h); every other
-  // row keeps rejecting complex in check_dtypes.
-  static at::Tensor& run(at::Tensor& out, const at::Tensor& self, const at::Tensor& other) {
-    if (&R == &kMul && any_complex(out, self, other)) return complex_mul(out, self, other);
-    return R.run(out, self, &other);
-  }
   static at::Tensor functional(const at::Tensor& self, const at::Tensor& other) {
     at::Tensor out;
-    return run(out, self, other);
+    return R.run(out, self, &other);
   }
   static at::Tensor& inplace(at::Tensor& self, const at::Tensor& other) {
-    return run(self, self, other);
+    return R.run(self, self, &other);
   }
   static at::Tensor& out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-    return run(out, self, other);
+    return R.run(out, self, &other);
   }
   // Scalar-operand overloads (eq.Scalar, ...): the scalar becomes a wrapped CPU number.
   static at::Tensor functional_scalar(const at::Tensor& self, const Scalar& other) {
