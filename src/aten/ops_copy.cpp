@@ -8,6 +8,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "aten/complex_storage.h"
 #include "aten/launch.h"
 #include "aten/vk_backend.h"
 #include "aten/vk_common.h"
@@ -98,6 +99,12 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   TORCH_CHECK(self.defined(), "copy_: source tensor is undefined");
   TORCH_CHECK(dst.defined(), "copy_: destination tensor is undefined");
   check_broadcast(self, dst);
+  if (self.is_complex() || dst.is_complex() || self.is_neg() || dst.is_neg()) {
+    // Through the real views (each part then takes the paths below), bits honoured.
+    const c10::DeviceGuard guard(dst.device().is_privateuseone() ? dst.device() : self.device());
+    copy_complex(self, dst, non_blocking);
+    return dst;
+  }
   const bool src_vk = self.device().is_privateuseone();
   const bool dst_vk = dst.device().is_privateuseone();
   if (src_vk && dst_vk) {

@@ -22,6 +22,7 @@
 #include <optional>
 #include <string_view>
 
+#include "aten/complex_storage.h"
 #include "aten/launch.h"
 #include "aten/vk_common.h"
 
@@ -100,6 +101,11 @@ struct ElementwiseRow {
 
   at::Tensor& run(at::Tensor& out, const at::Tensor& a, const at::Tensor* b,
                   const Scalars& scalars = {}) const {
+    // Complex operands: the composites over real views (aten/complex_storage.h) for the ops
+    // they cover; any other op goes on to check_dtypes, which rejects complex.
+    if ((a.is_complex() || (b && b->is_complex()) || (out.defined() && out.is_complex())) &&
+        complex_elementwise(kernel, out, a, b))
+      return out;
     check_dtypes(kernel, a, b);
     auto iter = build_iterator(build, out, a, b);
     const at::ScalarType dtype =
@@ -237,6 +243,7 @@ template <const ElementwiseRow& R>
 struct BinaryAlpha {
   static at::Tensor& run(at::Tensor& out, const at::Tensor& self, const at::Tensor& other,
                          const Scalar& alpha) {
+    if (any_complex(out, self, other)) return complex_add(out, self, other, alpha, &R == &kSub);
     check_dtypes(R.kernel, self, &other);
     auto iter = at::TensorIterator::binary_op(out, self, other);
     at::native::alpha_check(iter.dtype(), alpha);

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "aten/launch.h"
+#include "aten/complex_storage.h"
 #include "aten/vk_common.h"
 
 namespace tvk::aten {
@@ -176,6 +177,21 @@ std::vector<int64_t> reduced_shape(const at::Tensor& self, const DimMask& mask, 
 at::Tensor& reduce_into(const at::Tensor& self, const DimMask& mask, bool keepdim,
                         at::ScalarType out_dtype, at::Tensor& out, ReduceOp op, bool mean,
                         const char* name) {
+  if (self.is_complex() && op == ReduceOp::Sum && c10::isComplexType(out_dtype)) {
+    // sum / mean of a complex tensor: the same reduction over its real view, whose trailing
+    // (re, im) dim is kept.
+    DimMask real_mask = mask;
+    real_mask.reset(self.dim());
+    const at::Tensor src = at::view_as_real(self.resolve_conj().resolve_neg());
+    check_storage_dtype(out_dtype, name);
+    const auto shape = reduced_shape(self, mask, keepdim);
+    if (out.defined()) at::native::resize_output(out, shape);
+    else out = at::empty(shape, self.options().dtype(out_dtype));
+    TORCH_CHECK(out.is_complex(), name, ": expected a complex out tensor, got ", out.scalar_type());
+    at::Tensor out_real = raw_real_view(out);
+    reduce_into(src, real_mask, keepdim, c10::toRealValueType(out_dtype), out_real, op, mean, name);
+    return out;
+  }
   vk_dtype(self.scalar_type(), name);
   const auto shape = reduced_shape(self, mask, keepdim);
   if (out.defined()) {

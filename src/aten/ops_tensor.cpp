@@ -14,6 +14,7 @@
 
 #include <cstring>
 
+#include "aten/complex_storage.h"
 #include "aten/launch.h"
 #include "aten/vk_common.h"
 #include "runtime/stream.h"
@@ -36,7 +37,7 @@ at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarT
   check_factory_args(layout, pin_memory);
   const auto type = c10::dtype_or_default(dtype);
   const c10::DeviceGuard guard(c10::device_or_default(device));
-  vk_dtype(type, "empty");
+  check_storage_dtype(type, "empty");
   return at::detail::empty_generic(size, c10::GetAllocator(c10::DeviceType::PrivateUse1), kVkKeys,
                                    type, memory_format);
 }
@@ -47,7 +48,7 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
   check_factory_args(layout, pin_memory);
   const auto type = c10::dtype_or_default(dtype);
   const c10::DeviceGuard guard(c10::device_or_default(device));
-  vk_dtype(type, "empty_strided");
+  check_storage_dtype(type, "empty_strided");
   return at::detail::empty_strided_generic(size, stride,
                                            c10::GetAllocator(c10::DeviceType::PrivateUse1),
                                            kVkKeys, type);
@@ -140,14 +141,20 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
   TORCH_CHECK(self.numel() > 0, "cannot get item of an empty tensor");
   const size_t bytes = self.element_size();
   alignas(16) unsigned char host[16] = {};
-  const uint64_t address = operand(self, "item").address;
+  const uint64_t address = operand(self.is_complex() ? raw_real_view(self) : self, "item").address;
   translate_errors([&] { current_stream(self.device().index()).copy_to_host(address, host, bytes); });
   at::Scalar result;
   AT_DISPATCH_V2(self.scalar_type(), "_local_scalar_dense_vk", AT_WRAP([&] {
     scalar_t value;
     std::memcpy(&value, host, sizeof(scalar_t));
     result = at::Scalar(value);
-  }), AT_EXPAND(AT_ALL_TYPES), at::kHalf, at::kBool, at::kBFloat16);
+  }), AT_EXPAND(AT_ALL_TYPES), AT_EXPAND(AT_COMPLEX_TYPES), at::kHalf, at::kBool, at::kBFloat16);
+  if (self.is_complex() && (self.is_conj() || self.is_neg())) {
+    c10::complex<double> v = result.toComplexDouble();
+    if (self.is_conj()) v = std::conj(v);
+    if (self.is_neg()) v = -v;
+    result = at::Scalar(v);
+  }
   return result;
 }
 
@@ -174,6 +181,10 @@ std::optional<uint32_t> fill_pattern(at::ScalarType dtype, const at::Scalar& val
 
 at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
   if (self.numel() == 0) return self;
+  if (self.is_complex()) {  // the real and imaginary planes of the real view
+    fill_complex(self, value);
+    return self;
+  }
   const auto pattern = fill_pattern(self.scalar_type(), value);  // also range-checks `value`
   const uint64_t bytes = self.numel() * self.element_size();
   const uint64_t address = operand(self, "fill_").address;

@@ -1,0 +1,156 @@
+#version 460
+// One 1-D DFT pass over a batch of transforms of length n:
+//   y[b, k] = scale * sum_{j < n} x[b, j] * exp(sign * 2 pi i j k / n),  k < out_count,
+// sign = -1 (forward) or +1 (inverse). Complex values are interleaved (re, im) scalars.
+//   load_mode 0  complex input, x[b, j] = in[b, j] for j < in_count, 0 beyond (padding)
+//   load_mode 1  real input, imaginary part 0
+//   load_mode 2  Hermitian half spectrum (c2r): x[b, j] = in[b, j] for j <= n / 2 and
+//                conj(in[b, n - j]) above; entries at or past in_count read as 0
+//   store_real   1: store only the real part (c2r), else (re, im)
+// Twiddles come from a table w[m] = exp(-2 pi i m / n), m < n (computed in float64 on the host,
+// rounded once), indexed by the exact integer (j * k) mod n: no accumulated angle error.
+// MODE 0 (direct): one invocation per output, grid-stride over batch * out_count. Any n.
+// MODE 1 (stockham): one workgroup per transform (grid-stride over the batch), radix-2
+//   Stockham autosort in shared memory (natural order in and out, no bit reversal);
+//   n a power of two <= MAX_N.
+// ABI (mirrored by FftPush in src/kernels/fft.cpp); strides and offsets in scalars (floats or
+// doubles), all < 2^31. Specialization constant 0 = local_size_x.
+#extension GL_GOOGLE_include_directive : require
+
+#ifndef KIND
+#define KIND 0
+#endif
+#if KIND == 3
+#define TVK_FLOAT64 1
+#endif
+#include "common.glsl"
+
+#ifndef MODE
+#define MODE 0
+#endif
+#ifndef MAX_N
+#define MAX_N 1024
+#endif
+
+#if KIND == KIND_FLOAT64
+#define C dvec2
+#define DT DT_FLOAT64
+#else
+#define C vec2
+#define DT DT_FLOAT32
+#endif
+
+layout(local_size_x_id = 0) in;
+
+layout(push_constant) uniform Push {
+  uint64_t in_addr;      //  0
+  uint64_t out_addr;     //  8
+  uint64_t tw_addr;      // 16: n complex twiddles
+  int n;                 // 24
+  int batch;             // 28
+  int in_batch_stride;   // 32
+  int in_stride;         // 36
+  int in_count;          // 40
+  int out_batch_stride;  // 44
+  int out_stride;        // 48
+  int out_count;         // 52
+  int load_mode;         // 56
+  int store_real;        // 60
+  int inverse;           // 64
+  float scale_hi;        // 68: scale = scale_hi + scale_lo (the pair carries float64 precision)
+  float scale_lo;        // 72
+} pc;                    // 76 bytes
+
+C cmul(C a, C b) { return C(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+
+C twiddle(int m) {
+  C w = C(LOAD_T(pc.tw_addr, DT, 2 * m), LOAD_T(pc.tw_addr, DT, 2 * m + 1));
+  if (pc.inverse != 0) w.y = -w.y;
+  return w;
+}
+
+C load_in(int b, int j) {
+  int base = b * pc.in_batch_stride;
+  if (pc.load_mode == 1) {
+    if (j >= pc.in_count) return C(0);
+    return C(LOAD_T(pc.in_addr, DT, base + j * pc.in_stride), 0);
+  }
+  bool mirrored = pc.load_mode == 2 && j > pc.n / 2;
+  int idx = mirrored ? pc.n - j : j;
+  if (idx >= pc.in_count) return C(0);
+  int o = base + idx * pc.in_stride;
+  C v = C(LOAD_T(pc.in_addr, DT, o), LOAD_T(pc.in_addr, DT, o + 1));
+  if (mirrored) v.y = -v.y;
+  return v;
+}
+
+void store_out(int b, int k, C v) {
+#if KIND == KIND_FLOAT64
+  v *= double(pc.scale_hi) + double(pc.scale_lo);
+#else
+  v *= pc.scale_hi;
+#endif
+  int o = b * pc.out_batch_stride + k * pc.out_stride;
+  STORE_T(pc.out_addr, DT, o, v.x);
+  if (pc.store_real == 0) STORE_T(pc.out_addr, DT, o + 1, v.y);
+}
+
+#if MODE == 0
+
+void main() {
+  int total = pc.batch * pc.out_count;
+  int step = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);
+  for (int q = int(gl_GlobalInvocationID.x); q < total; q += step) {
+    int b = q / pc.out_count;
+    int k = q - b * pc.out_count;
+    C acc = C(0);
+    int m = 0;  // (j * k) mod n, kept exact
+    for (int j = 0; j < pc.n; ++j) {
+      acc += cmul(load_in(b, j), twiddle(m));
+      m += k;
+      if (m >= pc.n) m -= pc.n;
+    }
+    store_out(b, k, acc);
+  }
+}
+
+#else
+
+shared C buf0[MAX_N];
+shared C buf1[MAX_N];
+
+// One radix-2 Stockham stage from `src` to `dst`: sub-transforms of length ns are merged
+// into length 2 ns. Butterfly j takes src[j] and src[j + n/2], writes dst[d], dst[d + ns].
+#define STOCKHAM_STAGE(src, dst)                                   \
+  for (int j = lid; j < half_n; j += wg) {                         \
+    int k = j & (ns - 1);                                          \
+    C a0 = src[j];                                                 \
+    C a1 = cmul(src[j + half_n], twiddle(k * (pc.n / (2 * ns))));  \
+    int d = 2 * (j - k) + k;                                       \
+    dst[d] = a0 + a1;                                              \
+    dst[d + ns] = a0 - a1;                                         \
+  }
+
+void main() {
+  int lid = int(gl_LocalInvocationID.x);
+  int wg = int(gl_WorkGroupSize.x);
+  int half_n = pc.n / 2;
+  for (int b = int(gl_WorkGroupID.x); b < pc.batch; b += int(gl_NumWorkGroups.x)) {
+    for (int j = lid; j < pc.n; j += wg) buf0[j] = load_in(b, j);
+    barrier();
+    bool in0 = true;
+    for (int ns = 1; ns < pc.n; ns *= 2) {
+      if (in0) {
+        STOCKHAM_STAGE(buf0, buf1)
+      } else {
+        STOCKHAM_STAGE(buf1, buf0)
+      }
+      barrier();
+      in0 = !in0;
+    }
+    for (int k = lid; k < pc.out_count; k += wg) store_out(b, k, in0 ? buf0[k] : buf1[k]);
+    barrier();
+  }
+}
+
+#endif

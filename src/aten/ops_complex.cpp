@@ -1,0 +1,331 @@
+// Complex storage on vk: the helpers of complex_storage.h, the views between complex and real
+// (view_as_real, view_as_complex), and the conjugation kernels (_conj_physical,
+// conj_physical_, conj_physical.out) as composites over the real view (negate the imaginary
+// plane: one element-wise dispatch). resolve_conj / resolve_neg / real / imag / _conj /
+// _neg_view are PyTorch composites over these and copy_.
+#include <ATen/ATen.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "aten/complex_storage.h"
+#include "aten/vk_common.h"
+
+namespace tvk::aten {
+
+void check_storage_dtype(at::ScalarType type, const char* op) {
+  if (type == at::kComplexFloat) return;
+  if (type == at::kComplexDouble) {
+    TORCH_CHECK_TYPE(is_supported_dtype(at::kDouble, -1), "\"", op,
+                     "\" not implemented for 'ComplexDouble' on vk: this device has no "
+                     "shaderFloat64 support (use complex64, or run the op on the CPU)");
+    return;
+  }
+  vk_dtype(type, op);
+}
+
+at::Tensor raw_alias(const at::Tensor& t) {
+  c10::DispatchKeySet keys = t.key_set();
+  keys = keys.remove(c10::DispatchKey::Conjugate).remove(c10::DispatchKey::Negative);
+  at::Tensor alias = at::detail::make_tensor<c10::TensorImpl>(c10::Storage(t.storage()), keys,
+                                                              t.dtype());
+  alias.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  return alias;
+}
+
+at::Tensor raw_real_view(const at::Tensor& t) { return at::view_as_real(raw_alias(t)); }
+
+void copy_complex(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
+  if (dst.numel() == 0) return;
+  const at::Tensor s = raw_alias(src.expand(dst.sizes()));
+  const at::Tensor d = raw_alias(dst);
+  const bool flip_sign = src.is_neg() != dst.is_neg();
+  if (src.is_complex() && dst.is_complex()) {
+    const at::Tensor dr = at::view_as_real(d);
+    dr.copy_(at::view_as_real(s), non_blocking);
+    if (flip_sign) dr.neg_();
+    if (src.is_conj() != dst.is_conj()) dr.select(-1, 1).neg_();
+  } else if (!src.is_complex() && !dst.is_complex()) {  // real with a negative bit
+    d.copy_(s, non_blocking);
+    if (flip_sign) d.neg_();
+  } else if (dst.is_complex()) {  // real -> complex
+    const at::Tensor dr = at::view_as_real(d);
+    dr.select(-1, 0).copy_(s, non_blocking);
+    dr.select(-1, 1).zero_();
+    if (flip_sign) dr.select(-1, 0).neg_();
+  } else {  // complex -> real
+    TORCH_WARN_ONCE("Casting complex values to real discards the imaginary part");
+    d.copy_(at::view_as_real(s).select(-1, 0), non_blocking);
+    if (flip_sign) d.neg_();
+  }
+}
+
+void fill_complex(const at::Tensor& self, const at::Scalar& value) {
+  if (self.numel() == 0) return;
+  c10::complex<double> v = value.toComplexDouble();
+  if (self.is_conj()) v = std::conj(v);
+  if (self.is_neg()) v = -v;
+  if (self.scalar_type() == at::kComplexFloat) (void)value.to<c10::complex<float>>();  // range check
+  const at::Tensor r = raw_real_view(self);
+  r.select(-1, 0).fill_(v.real());
+  r.select(-1, 1).fill_(v.imag());
+}
+
+namespace {
+
+// The common complex dtype and shape of (self, other); out allocated or checked / resized.
+// Returns the operands as resolved complex vk tensors expanded to the shape.
+std::pair<at::Tensor, at::Tensor> complex_operands(at::Tensor& out, const at::Tensor& self,
+                                                   const at::Tensor& other, const char* op) {
+  const at::ScalarType type = at::result_type(self, other);
+  TORCH_CHECK_TYPE(c10::isComplexType(type), "\"", op, "\": expected a complex result type");
+  check_storage_dtype(type, op);
+  const at::Device device = self.device().is_privateuseone() ? self.device() : other.device();
+  const auto shape = at::infer_size(self.sizes(), other.sizes());
+  if (!out.defined()) {
+    out = at::empty(shape, self.options().dtype(type).device(device));
+  } else {
+    TORCH_CHECK(c10::canCast(type, out.scalar_type()), "result type ", type,
+                " can't be cast to the desired output type ", out.scalar_type());
+    at::native::resize_output(out, shape);
+  }
+  auto prep = [&](const at::Tensor& t) {
+    at::Tensor c = t.to(device, out.scalar_type());
+    return c.resolve_conj().resolve_neg().expand(shape);
+  };
+  return {prep(self), prep(other)};
+}
+
+}  // namespace
+
+at::Tensor& complex_add(at::Tensor& out, const at::Tensor& self, const at::Tensor& other,
+                        const at::Scalar& alpha, bool subtract) {
+  TORCH_CHECK(!alpha.isComplex(), "torch-vk: complex alpha is not supported");
+  TORCH_CHECK(!out.defined() || out.is_complex(), "result type ", at::result_type(self, other),
+              " can't be cast to the desired output type ", out.scalar_type());
+  auto [a, b] = complex_operands(out, self, other, subtract ? "sub" : "add");
+  if (out.numel() == 0) return out;
+  at::Tensor r = raw_real_view(out);
+  if (subtract) at::sub_out(r, at::view_as_real(a), at::view_as_real(b), alpha);
+  else at::add_out(r, at::view_as_real(a), at::view_as_real(b), alpha);
+  if (out.is_conj()) r.select(-1, 1).neg_();
+  if (out.is_neg()) r.neg_();
+  return out;
+}
+
+at::Tensor& complex_mul(at::Tensor& out, const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(!out.defined() || out.is_complex(), "result type ", at::result_type(self, other),
+              " can't be cast to the desired output type ", out.scalar_type());
+  // complex x real: scale both planes by the real factor (one dispatch).
+  const at::Tensor* real_side = !self.is_complex() ? &self : !other.is_complex() ? &other : nullptr;
+  const at::Tensor& complex_side = real_side == &self ? other : self;
+  if (real_side != nullptr) {
+    const at::ScalarType type = at::result_type(self, other);
+    check_storage_dtype(type, "mul");
+    const auto shape = at::infer_size(self.sizes(), other.sizes());
+    const at::Device device = complex_side.device();
+    at::Tensor c = complex_side.to(device, type).resolve_conj().resolve_neg();
+    at::Tensor f = real_side->to(device, c10::toRealValueType(type));
+    at::Tensor prod = at::view_as_real(c) * f.unsqueeze(-1);
+    at::Tensor result = at::view_as_complex(prod);
+    if (!out.defined()) {
+      out = result.expand(shape).contiguous();
+    } else {
+      at::native::resize_output(out, shape);
+      out.copy_(result);
+    }
+    return out;
+  }
+  auto [a, b] = complex_operands(out, self, other, "mul");
+  if (out.numel() == 0) return out;
+  const at::Tensor ar = at::view_as_real(a), br = at::view_as_real(b);
+  const at::Tensor are = ar.select(-1, 0), aim = ar.select(-1, 1);
+  const at::Tensor bre = br.select(-1, 0), bim = br.select(-1, 1);
+  // Computed into temporaries first: out may alias a or b (in-place mul).
+  const at::Tensor re = are * bre - aim * bim;
+  const at::Tensor im = are * bim + aim * bre;
+  out.copy_(at::view_as_complex(at::stack({re, im}, -1)));
+  return out;
+}
+
+
+namespace {
+
+// `result` into `out` (allocated when undefined), PyTorch's out= resize rules.
+at::Tensor& assign(at::Tensor& out, const at::Tensor& result) {
+  if (!out.defined()) {
+    out = result;
+  } else {
+    at::native::resize_output(out, result.sizes());
+    out.copy_(result);
+  }
+  return out;
+}
+
+// `t` as a resolved tensor of complex dtype `type` on `device` (wrapped CPU numbers move).
+at::Tensor as_complex_on(const at::Tensor& t, at::Device device, at::ScalarType type) {
+  return t.to(device, type).resolve_conj().resolve_neg();
+}
+
+// c10::complex's division (scaled by the larger of |re b|, |im b|, as the CPU computes it).
+at::Tensor complex_divide(const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor ar = at::view_as_real(a), br = at::view_as_real(b);
+  const at::Tensor x = ar.select(-1, 0), y = ar.select(-1, 1);
+  const at::Tensor c = br.select(-1, 0), d = br.select(-1, 1);
+  const at::Tensor c_major = c.abs() >= d.abs();
+  // c_major: rat = d / c, scl = 1 / (c + d rat), re = (x + y rat) scl, im = (y - x rat) scl
+  // else:    rat = c / d, scl = 1 / (d + c rat), re = (y + x rat) scl, im = (y rat - x) scl
+  const at::Tensor rat = at::where(c_major, d / c, c / d);
+  const at::Tensor scl = at::where(c_major, c + d * rat, d + c * rat).reciprocal();
+  const at::Tensor re = at::where(c_major, x + y * rat, y + x * rat) * scl;
+  const at::Tensor im = at::where(c_major, y - x * rat, y * rat - x) * scl;
+  return at::view_as_complex(at::stack({re, im}, -1));
+}
+
+}  // namespace
+
+bool complex_elementwise(const char* kernel, at::Tensor& out, const at::Tensor& a,
+                         const at::Tensor* b) {
+  const std::string_view k(kernel);
+  const at::Device device = a.device().is_privateuseone() || b == nullptr ? a.device() : b->device();
+  if (b == nullptr) {
+    if (!a.is_complex()) return false;
+    const at::Tensor x = as_complex_on(a, device, a.scalar_type());
+    const at::Tensor xr = at::view_as_real(x);
+    if (k == "neg") {
+      assign(out, at::view_as_complex(-xr));
+    } else if (k == "abs") {
+      assign(out, at::hypot(xr.select(-1, 0), xr.select(-1, 1)));
+    } else if (k == "isnan") {
+      assign(out, at::isnan(xr.select(-1, 0)).logical_or_(at::isnan(xr.select(-1, 1))));
+    } else {
+      return false;
+    }
+    return true;
+  }
+  const bool compare = k == "eq" || k == "ne";
+  if (!(compare || k == "div" || k == "mul" || k == "add" || k == "sub")) return false;
+  const at::ScalarType type = at::result_type(a, *b);
+  if (!c10::isComplexType(type)) return false;
+  check_storage_dtype(type, kernel);
+  if (k == "mul") {
+    complex_mul(out, a, *b);
+    return true;
+  }
+  if (k == "add" || k == "sub") {
+    complex_add(out, a, *b, 1, k == "sub");
+    return true;
+  }
+  const at::Tensor x = as_complex_on(a, device, type);
+  if (k == "div" && !b->is_complex()) {  // both planes by the real divisor
+    const at::Tensor f = b->to(device, c10::toRealValueType(type));
+    assign(out, at::view_as_complex((at::view_as_real(x) / f.unsqueeze(-1)).contiguous()));
+    return true;
+  }
+  const at::Tensor y = as_complex_on(*b, device, type);
+  const auto shape = at::infer_size(x.sizes(), y.sizes());
+  const at::Tensor xe = x.expand(shape), ye = y.expand(shape);
+  if (compare) {
+    const at::Tensor xr = at::view_as_real(xe), yr = at::view_as_real(ye);
+    at::Tensor same = at::eq(xr.select(-1, 0), yr.select(-1, 0))
+                          .logical_and_(at::eq(xr.select(-1, 1), yr.select(-1, 1)));
+    assign(out, k == "eq" ? same : same.logical_not_());
+    return true;
+  }
+  assign(out, complex_divide(xe, ye));
+  return true;
+}
+
+namespace {
+
+void check_complex_parts(const at::Tensor& a, const at::Tensor& b, const char* op) {
+  const auto ta = a.scalar_type(), tb = b.scalar_type();
+  TORCH_CHECK((ta == at::kFloat || ta == at::kDouble || ta == at::kHalf) && ta == tb,
+              "Expected both inputs to be Half, Float or Double tensors but got ", ta, " and ", tb);
+}
+
+// torch.complex(real, imag): the two planes of the output's real view.
+at::Tensor& complex_out(const at::Tensor& real, const at::Tensor& imag, at::Tensor& out) {
+  check_complex_parts(real, imag, "complex");
+  TORCH_CHECK(out.scalar_type() == c10::toComplexType(real.scalar_type()),
+              "Expected object of scalar type ", c10::toComplexType(real.scalar_type()),
+              " but got scalar type ", out.scalar_type(), " for argument 'out'");
+  check_storage_dtype(out.scalar_type(), "complex");
+  const auto shape = at::infer_size(real.sizes(), imag.sizes());
+  at::native::resize_output(out, shape);
+  if (out.numel() == 0) return out;
+  const at::Tensor r = raw_real_view(out);
+  r.select(-1, 0).copy_(real.expand(shape));
+  r.select(-1, 1).copy_(imag.expand(shape));
+  if (out.is_conj()) r.select(-1, 1).neg_();
+  if (out.is_neg()) r.neg_();
+  return out;
+}
+
+// torch.polar(abs, angle) = abs * (cos(angle) + i sin(angle)).
+at::Tensor& polar_out(const at::Tensor& abs, const at::Tensor& angle, at::Tensor& out) {
+  check_complex_parts(abs, angle, "polar");
+  return complex_out(abs * at::cos(angle), abs * at::sin(angle), out);
+}
+
+}  // namespace
+
+namespace {
+
+at::Tensor view_as_real(const at::Tensor& self) { return at::native::view_as_real(self); }
+
+at::Tensor view_as_complex(const at::Tensor& self) { return at::native::view_as_complex(self); }
+
+// out = conj(self) materialized (no conjugate bit). Real tensors: a copy.
+at::Tensor& conj_physical_out(const at::Tensor& self, at::Tensor& out) {
+  at::native::resize_output(out, self.sizes());
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "conj_physical: expected out dtype ",
+              self.scalar_type(), ", got ", out.scalar_type());
+  out.copy_(self);  // copy_ honours the bits of both sides
+  if (out.is_complex() && out.numel() > 0) raw_real_view(out).select(-1, 1).neg_();
+  return out;
+}
+
+at::Tensor conj_physical(const at::Tensor& self) {
+  at::Tensor out = at::empty_like(self);
+  if (!self.is_complex()) return out.copy_(self);
+  return conj_physical_out(self, out);
+}
+
+at::Tensor& conj_physical_(at::Tensor& self) {
+  if (!self.is_complex() || self.numel() == 0) return self;
+  // On the stored bytes: conj of the logical value is conj of the stored one either way.
+  raw_real_view(self).select(-1, 1).neg_();
+  return self;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("view_as_real", TORCH_FN(view_as_real));
+  m.impl("view_as_complex", TORCH_FN(view_as_complex));
+  m.impl("_conj_physical", TORCH_FN(conj_physical));
+  m.impl("conj_physical.out", TORCH_FN(conj_physical_out));
+  m.impl("conj_physical_", TORCH_FN(conj_physical_));
+  m.impl("complex.out", TORCH_FN(complex_out));
+  m.impl("polar.out", TORCH_FN(polar_out));
+}
+
+}  // namespace tvk::aten
+
+namespace tvk::aten {
+// copy_ of a tensor with the conjugate / negative bit reaches _copy_from (copy_ itself is a
+// fallthrough for those keys). PyTorch's math-bit fallback would materialize the source with
+// clone(), which calls copy_ -> _copy_from again: endless recursion. copy_complex honours
+// the bits itself, so the bits pass through to the vk kernel.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+}  // namespace tvk::aten

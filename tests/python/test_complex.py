@@ -1,0 +1,157 @@
+"""Complex tensors on vk against PyTorch's CPU: storage (factories, copies both ways, casts),
+views (view_as_real / view_as_complex, real / imag, conj / neg bits), fill, item, and the
+element-wise / reduction ops taught about complex (composites over the real views). Ops not
+taught about complex must raise, never compute garbage."""
+import warnings
+
+import pytest
+import torch
+
+import torch_vk
+from helpers import check, layouts, make
+
+pytestmark = pytest.mark.usefixtures("strict_native")
+
+CTYPES = [torch.complex64, torch.complex128]
+
+
+def cmake(shape, ctype, seed=0):
+    real = torch.float32 if ctype == torch.complex64 else torch.float64
+    return torch.complex(make(shape, real, seed=seed), make(shape, real, seed=seed + 7))
+
+
+@pytest.mark.parametrize("ctype", CTYPES, ids=str)
+def test_factories_and_round_trip(ctype):
+    for shape in ((), (0,), (3,), (2, 3, 4)):
+        e = torch.empty(shape, dtype=ctype, device="vk")
+        assert e.dtype == ctype and e.shape == shape
+        z = torch.zeros(shape, dtype=ctype, device="vk")
+        torch.testing.assert_close(z.cpu(), torch.zeros(shape, dtype=ctype))
+        x = cmake(shape, ctype)
+        torch.testing.assert_close(x.to("vk").cpu(), x, rtol=0, atol=0)
+    s = torch.empty_strided((2, 3), (1, 2), dtype=ctype, device="vk")
+    assert s.stride() == (1, 2)
+    r = torch.empty(2, dtype=ctype, device="vk")
+    r.resize_(5)
+    assert r.shape == (5,)
+    f = torch.full((2, 2), 1.5 - 2j, dtype=ctype, device="vk")
+    torch.testing.assert_close(f.cpu(), torch.full((2, 2), 1.5 - 2j, dtype=ctype))
+    x = cmake((3,), ctype)
+    assert x.to("vk")[1].item() == x[1].item()
+    assert x.to("vk").conj()[1].item() == x.conj()[1].item()
+
+
+@pytest.mark.parametrize("ctype", CTYPES, ids=str)
+def test_copies_layouts_and_casts(ctype):
+    x = cmake((4, 5), ctype)
+    for _, layout in layouts(x):
+        check(lambda a: layout(a).contiguous(), x, atol=0, rtol=0)
+        check(lambda a: layout(a).clone(), x, atol=0, rtol=0)
+    check(lambda a: a.t().contiguous(), x, atol=0, rtol=0)
+    check(lambda a: a.to(torch.complex64 if ctype == torch.complex128 else torch.complex128), x)
+    # real -> complex: imaginary part 0
+    check(lambda a: a.to(ctype), make((3, 4), torch.float32))
+    check(lambda a: a.to(ctype), make((3, 4), torch.int64))
+    dst = torch.zeros(3, 4, dtype=ctype)
+    check(lambda d, s: d.copy_(s), dst, make((4,), torch.float64))  # broadcast
+    # complex -> real discards the imaginary part, with PyTorch's warning
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        check(lambda a: a.to(torch.float32), x)
+    # vk -> CPU into a strided destination
+    out = torch.zeros(5, 4, dtype=ctype).t()
+    out.copy_(x.to("vk"))
+    torch.testing.assert_close(out, x, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("ctype", CTYPES, ids=str)
+def test_views_and_math_bits(ctype):
+    x = cmake((3, 4), ctype)
+    check(lambda a: torch.view_as_real(a), x, atol=0, rtol=0)
+    check(lambda a: torch.view_as_complex(torch.view_as_real(a).contiguous()), x, atol=0, rtol=0)
+    check(lambda a: a.real, x, atol=0, rtol=0)
+    check(lambda a: a.imag, x, atol=0, rtol=0)
+    check(lambda a: a.conj(), x, atol=0, rtol=0)
+    check(lambda a: a.conj().resolve_conj(), x, atol=0, rtol=0)
+    check(lambda a: a.conj().imag, x, atol=0, rtol=0)
+    check(lambda a: torch.conj_physical(a), x, atol=0, rtol=0)
+    check(lambda a: a.clone().conj_physical_(), x, atol=0, rtol=0)
+    check(lambda a: a._neg_view().resolve_neg(), x, atol=0, rtol=0)
+    check(lambda a: a.conj().clone(), x, atol=0, rtol=0)
+    # view_as_complex rejects what the CPU rejects
+    check(lambda a: torch.view_as_complex(a), make((3, 3), torch.float32))     # last dim != 2
+    check(lambda a: torch.view_as_complex(a.t()), make((2, 3), torch.float32))  # stride != 1
+    check(lambda a: torch.view_as_real(a.conj()), x)  # unresolved conj
+    # writes through real / imag views land in the complex tensor
+    v = x.to("vk")
+    v.real.fill_(2.0)
+    v.imag.mul_(3.0)
+    e = x.clone()
+    e.real.fill_(2.0)
+    e.imag.mul_(3.0)
+    torch.testing.assert_close(v.cpu(), e)
+    check(lambda a: a.zero_(), x.clone())
+    check(lambda a: a.fill_(0.5 + 0.25j), x.clone())
+    check(lambda a: a.conj().fill_(0.5 + 0.25j), x.clone())
+
+
+@pytest.mark.parametrize("ctype", CTYPES, ids=str)
+def test_elementwise(ctype):
+    x, y = cmake((3, 4), ctype), cmake((3, 4), ctype, seed=3)
+    r = make((4,), torch.float32)
+    for fn in (torch.add, torch.sub, torch.mul, torch.div):
+        check(fn, x, y)
+        check(fn, x, r)                                # complex x real, broadcast
+        check(lambda a: fn(a, 2.5), x)                 # real scalar
+        check(lambda a: fn(a, 1 - 2j), x)              # complex scalar
+        check(lambda a, b: fn(a.conj(), b), x, y)      # conj bit
+    check(lambda a, b: torch.add(a, b, alpha=2), x, y)
+    check(lambda a, b: a.add_(b), x.clone(), y)
+    check(lambda a, b: a.mul_(b), x.clone(), y)
+    check(lambda a: a.mul_(0.5), x.clone())
+    check(torch.neg, x)
+    check(torch.abs, x)
+    check(torch.isnan, x)
+    check(lambda a, b: torch.eq(a, b), x, y)
+    check(lambda a: torch.eq(a, a.clone()), x)
+    check(lambda a, b: torch.ne(a, b), x, y)
+    check(torch.complex, make((3, 4), x.real.dtype), make((4,), x.real.dtype))
+    check(torch.polar, make((3, 4), x.real.dtype, low=0), make((3, 4), x.real.dtype))
+    check(lambda a, b: torch.complex(a, b), make((2,), torch.float32), make((2,), torch.float64))
+    nan = torch.tensor([complex(float("nan"), 1), 1 + 1j, complex(0, float("nan"))], dtype=ctype)
+    check(torch.isnan, nan)
+    check(lambda a: a / torch.tensor([0j, 1e30 + 1e-30j, 1e-30 + 1e30j], dtype=ctype), nan)
+
+
+@pytest.mark.parametrize("ctype", CTYPES, ids=str)
+def test_reductions_and_shape_ops(ctype):
+    x = cmake((3, 4, 5), ctype)
+    tol = dict(atol=1e-5, rtol=1e-5)
+    check(torch.sum, x, **tol)
+    check(lambda a: a.sum(1), x, **tol)
+    check(lambda a: a.sum((0, 2), keepdim=True), x, **tol)
+    check(lambda a: a.mean(-1), x, **tol)
+    check(lambda a: a.mean(), x, **tol)
+    check(lambda a: torch.cat([a, a.conj()], 1), x, atol=0, rtol=0)
+    check(lambda a: torch.stack([a, a], 0), x, atol=0, rtol=0)
+    check(lambda a: a[1:, ::2, 3], x, atol=0, rtol=0)
+    check(lambda a: a.select(2, 1).narrow(0, 1, 2), x, atol=0, rtol=0)
+    check(lambda a: a.roll(2, 1), x, atol=0, rtol=0)
+    check(lambda a: a.reshape(12, 5).t().reshape(-1), x, atol=0, rtol=0)
+
+
+def test_unsupported_complex_op_raises_never_garbage():
+    v = cmake((4,), torch.complex64).to("vk")
+    for fn in (torch.exp, torch.sqrt, lambda a: a.cumsum(0), lambda a: a.prod()):
+        with pytest.raises((TypeError, NotImplementedError, RuntimeError)):
+            fn(v)
+
+
+def test_visible_fallback_for_unsupported_op():
+    v = cmake((4,), torch.complex64).to("vk")
+    previous = torch_vk.get_fallback_mode() if hasattr(torch_vk, "get_fallback_mode") else None
+    torch_vk.set_fallback_mode("error")
+    with pytest.raises((TypeError, NotImplementedError)):
+        torch.exp(v)
+    if previous is not None:
+        torch_vk.set_fallback_mode(previous)
