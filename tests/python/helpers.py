@@ -1,7 +1,9 @@
 """Comparison helpers: run the same function on CPU tensors and on "vk" copies of them."""
 import inspect
 
+import pytest
 import torch
+import torch_vk
 from torch.testing import assert_close
 from torch.utils._pytree import tree_map
 
@@ -122,3 +124,21 @@ def layouts(t):
     if t.dim() >= 1:
         yield "strided", _strided
         yield "offset", _offset
+
+
+def same_error_by_device(fn):
+    """fn("cpu") and fn("vk") raise the same exception type with the same message."""
+    with pytest.raises(Exception) as cpu_error:
+        fn("cpu")
+    with pytest.raises(type(cpu_error.value)) as vk_error:
+        fn("vk")
+    assert str(vk_error.value) == str(cpu_error.value)
+
+
+def dispatch_count(fn):
+    """The kernel dispatches fn() records (torch_vk.stats()), between two synchronizations."""
+    torch.vk.synchronize()
+    before = torch_vk.stats()["dispatches"]
+    fn()
+    torch.vk.synchronize()
+    return torch_vk.stats()["dispatches"] - before

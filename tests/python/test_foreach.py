@@ -4,7 +4,7 @@ on the fast route; the per-tensor composites (slow route) for layouts and dtypes
 does not take; PyTorch's errors."""
 import pytest
 import torch
-import torch_vk
+from helpers import dispatch_count, same_error_by_device
 
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
@@ -28,23 +28,6 @@ def make_list(dtype, seed, positive=False, shapes=SHAPES):
 
 def to_vk(tensors):
     return [t.to("vk") for t in tensors]
-
-
-def same_error(fn):
-    """fn("cpu") and fn("vk") raise the same exception type with the same message."""
-    with pytest.raises(Exception) as cpu_error:
-        fn("cpu")
-    with pytest.raises(type(cpu_error.value)) as vk_error:
-        fn("vk")
-    assert str(vk_error.value) == str(cpu_error.value)
-
-
-def dispatches(fn):
-    torch.vk.synchronize()
-    before = torch_vk.stats()["dispatches"]
-    fn()
-    torch.vk.synchronize()
-    return torch_vk.stats()["dispatches"] - before
 
 
 def tol(dtype):
@@ -149,7 +132,7 @@ def test_matches_cpu_in_one_dispatch(strict_native, case, dtype, inplace):
     def run():
         result["out"] = call(name, inplace, vk_lists, extra)
 
-    assert dispatches(run) == 1  # the empty tensor is skipped; the rest is one launch
+    assert dispatch_count(run) == 1  # the empty tensor is skipped; the rest is one launch
     if inplace:
         assert_lists_close(vk_lists[0], cpu_lists[0], dtype)
     else:
@@ -165,10 +148,10 @@ def test_unary_math_ops(strict_native, op, domain, dtype):
     cpu = make_list(dtype, seed=3, positive=domain)
     vk = to_vk(cpu)
     result = {}
-    assert dispatches(lambda: result.update(out=getattr(torch, f"_foreach_{op}")(vk))) == 1
+    assert dispatch_count(lambda: result.update(out=getattr(torch, f"_foreach_{op}")(vk))) == 1
     assert_lists_close(result["out"], getattr(torch, f"_foreach_{op}")(cpu), dtype)
     assert_lists_close(vk, cpu, dtype)  # input unchanged
-    assert dispatches(lambda: getattr(torch, f"_foreach_{op}_")(vk)) == 1
+    assert dispatch_count(lambda: getattr(torch, f"_foreach_{op}_")(vk)) == 1
     getattr(torch, f"_foreach_{op}_")(cpu)
     assert_lists_close(vk, cpu, dtype)
 
@@ -178,10 +161,10 @@ def test_tensor_scalar_overloads(strict_native):
     vk = to_vk(grads)
     coef = torch.tensor(0.37)
     torch._foreach_mul_(grads, coef)
-    assert dispatches(lambda: torch._foreach_mul_(vk, coef.to("vk"))) == 1
+    assert dispatch_count(lambda: torch._foreach_mul_(vk, coef.to("vk"))) == 1
     assert_lists_close(vk, grads, torch.float32)
     torch._foreach_div_(grads, coef)
-    assert dispatches(lambda: torch._foreach_div_(vk, coef.to("vk"))) == 1
+    assert dispatch_count(lambda: torch._foreach_div_(vk, coef.to("vk"))) == 1
     assert_lists_close(vk, grads, torch.float32)
     out_cpu = torch._foreach_add(grads, coef, alpha=2)
     out_vk = torch._foreach_add(vk, coef.to("vk"), alpha=2)
@@ -196,7 +179,7 @@ def test_tensor_scalar_overloads(strict_native):
 
 def test_zero_(strict_native):
     vk = to_vk(make_list(torch.bfloat16, 0))
-    assert dispatches(lambda: torch._foreach_zero_(vk)) == 1
+    assert dispatch_count(lambda: torch._foreach_zero_(vk)) == 1
     for t in vk:
         assert (t.cpu() == 0).all()
 
@@ -206,7 +189,7 @@ def test_more_tensors_than_one_dispatch_takes(strict_native):
     other = [torch.randn_like(t) for t in cpu]
     vk, vk_other = to_vk(cpu), to_vk(other)
     torch._foreach_add_(cpu, other, alpha=-0.1)
-    assert dispatches(lambda: torch._foreach_add_(vk, vk_other, alpha=-0.1)) == 3  # 256 each
+    assert dispatch_count(lambda: torch._foreach_add_(vk, vk_other, alpha=-0.1)) == 3  # 256 each
     assert_lists_close(vk, cpu, torch.float32)
 
 
@@ -229,9 +212,9 @@ def test_slow_route_layouts_and_dtypes(strict_native):
 def test_errors_match_cpu():
     a = [torch.randn(3), torch.randn(2)]
     b = [torch.randn(3)]
-    same_error(lambda dev: torch._foreach_add([t.to(dev) for t in a], [t.to(dev) for t in b]))
-    same_error(lambda dev: torch._foreach_mul_([t.to(dev) for t in a], [1.0]))
-    same_error(lambda dev: torch._foreach_add([], 1.0))
+    same_error_by_device(lambda dev: torch._foreach_add([t.to(dev) for t in a], [t.to(dev) for t in b]))
+    same_error_by_device(lambda dev: torch._foreach_mul_([t.to(dev) for t in a], [1.0]))
+    same_error_by_device(lambda dev: torch._foreach_add([], 1.0))
 
 
 def test_optimizers_take_the_multi_tensor_route(strict_native):
@@ -249,7 +232,7 @@ def test_optimizers_take_the_multi_tensor_route(strict_native):
             for m, o, xx, yy in ((model, opt, x.to("vk"), y.to("vk")), (ref, opt_ref, x, y)):
                 o.zero_grad()
                 torch.nn.functional.mse_loss(m(xx), yy).backward()
-            steps = dispatches(opt.step)
+            steps = dispatch_count(opt.step)
             opt_ref.step()
             assert steps <= 12, steps  # a handful of launches, not a few per parameter
         for p, q in zip(model.parameters(), ref.parameters()):
@@ -274,7 +257,7 @@ def test_copy_(strict_native):
     for dtype in DTYPES:
         dst, src = to_vk(make_list(dtype, 0)), make_list(dtype, 1)
         vk_src = to_vk(src)
-        assert dispatches(lambda: torch._foreach_copy_(dst, vk_src)) == 1
+        assert dispatch_count(lambda: torch._foreach_copy_(dst, vk_src)) == 1
         assert_lists_close(dst, src, dtype)
     # from the CPU, and with a dtype change: the per-tensor copies
     dst = to_vk(make_list(torch.float32, 0))
@@ -322,21 +305,21 @@ def test_addcmul_with_zero_dim_tensors(strict_native):
         got = torch._foreach_addcdiv(vk_params, vk_inter, to_vk([e + 1 for e in etas]), value=0.5)
         assert_lists_close(got, expected, dtype)
         torch._foreach_addcmul_(params, inter, etas, value=-1)
-        assert dispatches(lambda: torch._foreach_addcmul_(vk_params, vk_inter, vk_etas, value=-1)) == 1
+        assert dispatch_count(lambda: torch._foreach_addcmul_(vk_params, vk_inter, vk_etas, value=-1)) == 1
         assert_lists_close(vk_params, params, dtype)
     # a 0-dim view into the written tensor: the per-tensor route, which raises like the CPU
     def overlapping(dev):
         x = torch.ones(4, device=dev)
         torch._foreach_addcmul_([x], [torch.ones(4, device=dev)], [x[1]])
-    same_error(overlapping)
+    same_error_by_device(overlapping)
 
 
 def test_new_ops_errors_match_cpu():
     a = [torch.randn(3), torch.randn(2)]
     b = [torch.randn(3)]
-    same_error(lambda dev: torch._foreach_maximum([t.to(dev) for t in a], [t.to(dev) for t in b]))
-    same_error(lambda dev: torch._foreach_clamp_min_([t.to(dev) for t in a], [1.0]))
-    same_error(lambda dev: torch._foreach_pow([t.to(dev) for t in a], [1.0, 2.0, 3.0]))
-    same_error(lambda dev: torch._foreach_copy_([t.to(dev) for t in a], [t.to(dev) for t in b]))
-    same_error(lambda dev: torch._foreach_log([]))
-    same_error(lambda dev: torch._foreach_pow(2.0, []))
+    same_error_by_device(lambda dev: torch._foreach_maximum([t.to(dev) for t in a], [t.to(dev) for t in b]))
+    same_error_by_device(lambda dev: torch._foreach_clamp_min_([t.to(dev) for t in a], [1.0]))
+    same_error_by_device(lambda dev: torch._foreach_pow([t.to(dev) for t in a], [1.0, 2.0, 3.0]))
+    same_error_by_device(lambda dev: torch._foreach_copy_([t.to(dev) for t in a], [t.to(dev) for t in b]))
+    same_error_by_device(lambda dev: torch._foreach_log([]))
+    same_error_by_device(lambda dev: torch._foreach_pow(2.0, []))

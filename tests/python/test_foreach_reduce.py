@@ -7,7 +7,7 @@ import math
 
 import pytest
 import torch
-import torch_vk
+from helpers import dispatch_count, same_error_by_device
 
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
@@ -32,23 +32,6 @@ def to_vk(tensors):
     return [t.to("vk") for t in tensors]
 
 
-def same_error(fn):
-    """fn("cpu") and fn("vk") raise the same exception type with the same message."""
-    with pytest.raises(Exception) as cpu_error:
-        fn("cpu")
-    with pytest.raises(type(cpu_error.value)) as vk_error:
-        fn("vk")
-    assert str(vk_error.value) == str(cpu_error.value)
-
-
-def dispatches(fn):
-    torch.vk.synchronize()
-    before = torch_vk.stats()["dispatches"]
-    fn()
-    torch.vk.synchronize()
-    return torch_vk.stats()["dispatches"] - before
-
-
 def tol(dtype):
     # float32 sums of a few thousand terms in another order than the CPU's
     return {torch.float16: dict(atol=1e-3, rtol=2e-3), torch.bfloat16: dict(atol=1e-2, rtol=1e-2),
@@ -64,7 +47,7 @@ def assert_results_close(got, expected, dtype):
 
 def run(fn, vk_list):
     result = {}
-    n = dispatches(lambda: result.update(out=fn(vk_list)))
+    n = dispatch_count(lambda: result.update(out=fn(vk_list)))
     return n, result["out"]
 
 
@@ -157,12 +140,12 @@ def test_slow_route(strict_native):
 
 def test_errors_match_cpu():
     a = [torch.randn(3), torch.zeros(0)]
-    same_error(lambda dev: torch._foreach_norm([], 2))
-    same_error(lambda dev: torch._foreach_max([t.to(dev) for t in a]))
-    same_error(lambda dev: torch._foreach_norm([t.to(dev) for t in a], INF))
-    same_error(lambda dev: torch._foreach_norm([t.to(dev) for t in a], -1))
-    same_error(lambda dev: torch._foreach_norm([torch.randn(3, device=dev)], 2, dtype=torch.float16))
-    same_error(lambda dev: torch._foreach_norm([torch.randn(3, device=dev)], 2, dtype=torch.int32))
+    same_error_by_device(lambda dev: torch._foreach_norm([], 2))
+    same_error_by_device(lambda dev: torch._foreach_max([t.to(dev) for t in a]))
+    same_error_by_device(lambda dev: torch._foreach_norm([t.to(dev) for t in a], INF))
+    same_error_by_device(lambda dev: torch._foreach_norm([t.to(dev) for t in a], -1))
+    same_error_by_device(lambda dev: torch._foreach_norm([torch.randn(3, device=dev)], 2, dtype=torch.float16))
+    same_error_by_device(lambda dev: torch._foreach_norm([torch.randn(3, device=dev)], 2, dtype=torch.int32))
 
 
 def make_grads(seed, nonfinite=None):
@@ -182,7 +165,7 @@ def test_clip_grad_norm_in_a_few_dispatches(strict_native, norm_type):
         p.grad, q.grad = g.clone(), g.to("vk")
     expected = torch.nn.utils.clip_grad_norm_(cpu, 0.5, norm_type=norm_type)
     result = {}
-    n = dispatches(lambda: result.update(
+    n = dispatch_count(lambda: result.update(
         norm=torch.nn.utils.clip_grad_norm_(vk, 0.5, norm_type=norm_type)))
     assert n <= 8, n  # norms, stack, total norm, coefficient, scale: not per parameter
     torch.testing.assert_close(result["norm"].cpu(), expected, atol=1e-5, rtol=1e-5)
@@ -212,6 +195,6 @@ def test_clip_grad_value_in_two_dispatches(strict_native):
     for p, q, g in zip(cpu, vk, make_grads(2)):
         p.grad, q.grad = g.clone(), g.to("vk")
     torch.nn.utils.clip_grad_value_(cpu, 0.3)
-    assert dispatches(lambda: torch.nn.utils.clip_grad_value_(vk, 0.3)) == 2  # clamp_min_, clamp_max_
+    assert dispatch_count(lambda: torch.nn.utils.clip_grad_value_(vk, 0.3)) == 2  # clamp_min_, clamp_max_
     for p, q in zip(cpu, vk):
         torch.testing.assert_close(q.grad.cpu(), p.grad)
