@@ -333,6 +333,53 @@ at::Tensor& sparse_mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Te
   return out;
 }
 
+// ---------------------------------------------------------------- sparse_mask
+
+// CPU sparse_mask (SparseTensor.cpp): self's values at mask's indices, with mask's indices and
+// coalesced flag (every duplicate of an uncoalesced mask gets the same value). A dense self is
+// gathered with index(); a sparse self is coalesced (duplicates summed, as the CPU) and looked up
+// by binary search of the mask's linear positions in its sorted ones (absent positions give 0).
+// The backward of mm(sparse, dense) w.r.t. the sparse operand's values goes through here.
+at::Tensor sparse_sparse_mask(const at::Tensor& self, const at::Tensor& mask) {
+  TORCH_CHECK(mask.sizes().equals(self.sizes()), "sparse_mask(): operands have incompatible sizes; self has size ",
+              self.sizes(), " but mask has size ", mask.sizes());
+  check_same_device(self, mask);
+  TORCH_CHECK(!self.is_sparse() || self.sparse_dim() == mask.sparse_dim(),
+              "sparse_mask(): the number of sparse dimensions in `self` should match that of the `mask`. Got "
+              "`self.sparse_dim() == ", self.sparse_dim(), "` != `mask.sparse_dim() == ", mask.sparse_dim(), "`.");
+  const int64_t sparse_dim = mask.sparse_dim();
+  const at::Tensor indices = mask._indices();
+  const int64_t nnz = mask._nnz();
+  at::Tensor values;
+  if (!self.is_sparse()) {
+    if (sparse_dim == 0) {
+      values = self.unsqueeze(0).expand(mask._values().sizes()).clone();
+    } else {
+      c10::List<std::optional<at::Tensor>> index;
+      for (int64_t d = 0; d < sparse_dim; ++d) index.push_back(indices.select(0, d));
+      values = self.index(index);
+    }
+  } else {
+    const at::Tensor source = self.coalesce();
+    std::vector<int64_t> value_sizes = source._values().sizes().vec();
+    value_sizes[0] = nnz;
+    if (source._nnz() == 0 || nnz == 0) {
+      values = at::zeros(value_sizes, source._values().options());
+    } else {
+      const at::Tensor source_linear = linear_sparse_index(source._indices(), self.sizes(), sparse_dim);
+      const at::Tensor mask_linear = linear_sparse_index(indices, mask.sizes(), sparse_dim);
+      const at::Tensor position =
+          at::searchsorted(source_linear, mask_linear).clamp_max_(source._nnz() - 1);
+      std::vector<int64_t> found_sizes(value_sizes.size(), 1);
+      found_sizes[0] = nnz;
+      const at::Tensor found = source_linear.index_select(0, position).eq(mask_linear).view(found_sizes);
+      values = at::where(found, source._values().index_select(0, position),
+                         at::zeros({}, source._values().options()));
+    }
+  }
+  return make_coo(sparse_dim, mask.dense_dim(), mask.sizes(), indices.clone(), values, mask.is_coalesced());
+}
+
 // ---------------------------------------------------------------- copy_ between layouts
 
 // sparse <- sparse: PyTorch's copy_sparse_ (indices / values copied with copy_, which moves them
@@ -374,6 +421,7 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   // vk kernels (composites of native vk ops).
   m.impl("copy_", TORCH_FN(sparse_copy_));
   m.impl("_coalesce", TORCH_FN(sparse_coalesce));
+  m.impl("sparse_mask", TORCH_FN(sparse_sparse_mask));
   m.impl("add.Tensor", TORCH_FN(sparse_add));
   m.impl("add_.Tensor", TORCH_FN(sparse_add_));
   m.impl("add.out", TORCH_FN(sparse_add_out));
