@@ -21,8 +21,9 @@
 //   add / add_ / add.out      dense + sparse: index_add_ of alpha * values into a copy of the
 //                             dense operand; sparse + sparse: concatenated indices and values
 //                             (uncoalesced, as CUDA)
-//   mul / mul_                sparse * 0-dim (scalar): values scaled, indices shared
-//   mm / addmm (+ .out, _)    2-D sparse @ dense: index_select the dense rows named by the column
+//   sub / sub_, neg / neg_    add with -alpha; values negated
+//   mul / mul_, div           sparse * or / 0-dim (scalar): values scaled, indices shared
+//   mm / addmm (+ .out, _)    2-D sparse @ dense (mm also dense @ sparse, transposed): index_select the dense rows named by the column
 //                             indices, scale by the values, index_add_ into the output rows
 // Backward of sparse_mm(sparse, dense) w.r.t. the dense operand is autograd's mat1.t().mm(grad), which
 // runs on these kernels (transpose of a COO tensor is PyTorch's clone + index row swap).
@@ -267,6 +268,48 @@ at::Tensor& sparse_mul_(at::Tensor& self, const at::Tensor& other) {
   return self;
 }
 
+// sub = add with -alpha (CPU sub_out_sparse), with the CPU's bool check.
+at::Tensor sparse_sub(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  TORCH_CHECK(self.scalar_type() != at::kBool || other.scalar_type() != at::kBool,
+              "Subtraction, the `-` operator, with two bool tensors is not supported. "
+              "Use the `^` or `logical_xor()` operator instead.");
+  return sparse_add(self, other, -alpha);
+}
+
+at::Tensor& sparse_sub_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  TORCH_CHECK(self.scalar_type() != at::kBool || other.scalar_type() != at::kBool,
+              "Subtraction, the `-` operator, with two bool tensors is not supported. "
+              "Use the `^` or `logical_xor()` operator instead.");
+  return sparse_add_(self, other, -alpha);
+}
+
+// -sparse: values negated, indices shared (neg is linear, so the coalesced flag is kept).
+at::Tensor sparse_neg(const at::Tensor& self) {
+  TORCH_CHECK(self.scalar_type() != at::kBool,
+              "Negation, the `-` operator, on a bool tensor is not supported. "
+              "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+  return make_coo(self.sparse_dim(), self.dense_dim(), self.sizes(), self._indices().clone(), self._values().neg(),
+                  self.is_coalesced());
+}
+
+at::Tensor& sparse_neg_(at::Tensor& self) {
+  TORCH_CHECK(self.scalar_type() != at::kBool,
+              "Negation, the `-` operator, on a bool tensor is not supported. "
+              "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+  self._values().neg_();
+  return self;
+}
+
+// sparse / 0-dim dense (CPU div_sparse without rounding mode: true division, linear in the
+// values, so duplicates need no coalescing).
+at::Tensor sparse_div(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK_NOT_IMPLEMENTED(self.is_sparse() && !other.is_sparse() && other.dim() == 0,
+                              "torch-vk: div of a sparse tensor supports only a scalar (0-dim) divisor on the vk "
+                              "device");
+  return make_coo(self.sparse_dim(), self.dense_dim(), self.sizes(), self._indices().clone(),
+                  self._values().div(other.to(self.device())), self.is_coalesced());
+}
+
 // ---------------------------------------------------------------- sparse @ dense
 
 // CPU addmm_out_sparse_dense / s_addmm_out_sparse_dense_worker checks.
@@ -321,7 +364,13 @@ at::Tensor& sparse_addmm_(at::Tensor& self, const at::Tensor& mat1, const at::Te
 }
 
 at::Tensor sparse_mm(const at::Tensor& self, const at::Tensor& mat2) {
-  TORCH_CHECK(self.is_sparse() && !mat2.is_sparse(), "torch-vk: mm on the vk device supports mm(sparse, dense) only");
+  // dense @ sparse = (sparse^T @ dense^T)^T, as PyTorch's _sparse_mm.
+  if (!self.is_sparse() && mat2.is_sparse()) {
+    TORCH_CHECK(self.dim() == 2, "addmm: matrices expected, got ", self.dim(), "D tensor");
+    return sparse_mm(mat2.t(), self.t()).t();
+  }
+  TORCH_CHECK(self.is_sparse() && !mat2.is_sparse(),
+              "torch-vk: mm on the vk device supports mm(sparse, dense) and mm(dense, sparse) only");
   check_sparse_mm_operands(self, mat2);
   return sparse_times_dense(self, mat2);
 }
@@ -425,6 +474,11 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("add.Tensor", TORCH_FN(sparse_add));
   m.impl("add_.Tensor", TORCH_FN(sparse_add_));
   m.impl("add.out", TORCH_FN(sparse_add_out));
+  m.impl("sub.Tensor", TORCH_FN(sparse_sub));
+  m.impl("sub_.Tensor", TORCH_FN(sparse_sub_));
+  m.impl("neg", TORCH_FN(sparse_neg));
+  m.impl("neg_", TORCH_FN(sparse_neg_));
+  m.impl("div.Tensor", TORCH_FN(sparse_div));
   m.impl("mul.Tensor", TORCH_FN(sparse_mul));
   m.impl("mul_.Tensor", TORCH_FN(sparse_mul_));
   m.impl("mm", TORCH_FN(sparse_mm));

@@ -117,6 +117,8 @@ def test_sparse_mm_addmm(dtype):
     check(lambda a, b: torch.mm(a.coalesce(), b), s, d, **tol)
     for _, layout in layouts(d):
         check(lambda a, b: torch.mm(a, layout(b)), s, d, **tol)
+    check(lambda a, b: torch.mm(a, b), make((3, 5), dtype, seed=5), s, **tol)   # dense @ sparse
+    check(lambda a, b: a @ b, make((3, 5), dtype, seed=5), s, **tol)
     check(lambda t, a, b: torch.addmm(t, a, b), c, s, d, **tol)
     check(lambda t, a, b: torch.addmm(t, a, b, beta=0.5, alpha=-2), c, s, d, **tol)
     check(lambda t, a, b: torch.addmm(t, a, b, beta=0), c.fill_(float("nan")), s, d, **tol)
@@ -174,6 +176,11 @@ def test_add_mul_sum(dtype):
     check(lambda a: (2 * a).to_dense(), s, **tol)
     check(lambda a: (a * 3).is_coalesced(), s)
     check(lambda a: a.coalesce().mul(torch.tensor(2).to(a.device)).is_coalesced(), s)
+    check(lambda a, b: a - b, x, s, **tol)
+    check(lambda a, b: a.sub_(b, alpha=2), x, s, **tol)
+    check(lambda a: (-a).to_dense(), s, **tol)
+    check(lambda a: a.clone().neg_().to_dense(), s, **tol)
+    check(lambda a: (a / 4).to_dense(), s, **tol)
     check(lambda a: a.sum(), s, **tol)
     check(lambda a: torch.sparse.sum(a), s, **tol)
     hybrid = uncoalesced(dtype, (3, 4), 6, dense=(2,))
