@@ -1,6 +1,7 @@
 // Sparse COO tensors on vk: SparsePrivateUse1 kernels for sparse inputs, PrivateUse1 kernels for
-// dense -> sparse. No shaders of their own: every kernel is a composite of native vk ops (nonzero,
-// unique, index_select, index_add_, element-wise), nothing is copied to the CPU.
+// dense -> sparse. Every kernel is a composite of native vk ops (nonzero,
+// unique, index_select, index_add_, element-wise) or of the one L2 kernel of the family (CSR
+// sparse @ dense, src/kernels/sparse.h); nothing is copied to the CPU.
 //
 // PyTorch 2.13 lets PrivateUse1 hold sparse COO tensors: a tensor created with layout kSparse on
 // device "vk" is a SparseTensorImpl with dispatch key SparsePrivateUse1, and only the kernels
@@ -57,6 +58,7 @@
 #include <torch/library.h>
 
 #include "aten/vk_common.h"
+#include "kernels/sparse.h"
 
 namespace tvk::aten {
 namespace {
@@ -325,10 +327,42 @@ void check_sparse_mm_operands(const at::Tensor& sparse, const at::Tensor& dense)
   check_same_device(sparse, dense);
 }
 
-// sparse (m, k) @ dense (k, n) -> dense (m, n), accumulated in the dense dtype.
+// sparse (m, k) @ dense (k, n) -> dense (m, n).
+// Floating dtypes: the L2 CSR kernel (kernels::spmm, fp32 / fp64 accumulation, one pass, no
+// (nnz, n) temporary) over the coalesced operand: its indices are sorted by row, so the row
+// pointers are searchsorted(rows, 0..m). Other dtypes: a composite that index_selects the dense
+// rows named by the column indices, scales them by the values and index_add_s them into the
+// output rows.
 at::Tensor sparse_times_dense(const at::Tensor& sparse, const at::Tensor& dense) {
-  at::Tensor out = at::zeros({sparse.size(0), dense.size(1)}, dense.options());
-  if (sparse._nnz() == 0 || dense.size(1) == 0) return out;
+  const int64_t m = sparse.size(0), n = dense.size(1);
+  if (sparse._nnz() == 0 || n == 0 || m == 0) return at::zeros({m, n}, dense.options());
+  if (at::isFloatingType(dense.scalar_type())) {
+    const at::Tensor coalesced = sparse.is_coalesced() ? sparse : sparse.coalesce();
+    const at::Tensor indices = coalesced._indices();
+    const at::Tensor values = coalesced._values().contiguous();
+    const at::Tensor cols = indices.select(0, 1).contiguous();
+    const at::Tensor row_ptr =
+        at::searchsorted(indices.select(0, 0).contiguous(), at::arange(m + 1, indices.options()));
+    const at::Tensor b = dense.contiguous();
+    at::Tensor out = at::empty({m, n}, dense.options());
+    constexpr const char* name = "mm (sparse @ dense)";
+    kernels::Spmm p;
+    p.kind = dense.scalar_type() == at::kDouble ? kernels::ComputeKind::Float64 : kernels::ComputeKind::Float32;
+    p.rows = m;
+    p.k = dense.size(0);
+    p.n = n;
+    p.nnz = values.size(0);
+    p.row_ptr = operand(row_ptr, name);
+    p.cols = operand(cols, name);
+    p.values = operand(values, name);
+    if (b.numel() > 0) p.dense = operand(b, name);
+    p.out = operand(out, name);
+    const c10::DeviceGuard guard(dense.device());
+    tvk::Stream& stream = current_stream(dense.device().index());
+    translate_errors([&] { kernels::spmm(stream, p); });
+    return out;
+  }
+  at::Tensor out = at::zeros({m, n}, dense.options());
   const at::Tensor indices = sparse._indices();
   const at::Tensor products = dense.index_select(0, indices.select(0, 1)).mul_(sparse._values().unsqueeze(1));
   out.index_add_(0, indices.select(0, 0), products);

@@ -134,6 +134,19 @@ def test_sparse_mm_addmm(dtype):
     check(lambda a, b: torch.mm(a, b), s, make((4, 3), torch.float32 if dtype != torch.float32 else torch.float64))
 
 
+def test_sparse_mm_integer_and_large():
+    # Integer dtypes take the composite path; floating ones the CSR kernel (rows with no
+    # nonzero, rows with many, a wide dense operand spanning several workgroups).
+    s = uncoalesced(torch.int64, (5, 4), 9)
+    check(lambda a, b: torch.mm(a, b), s, make((4, 3), torch.int64, seed=2))
+    check(lambda t, a, b: torch.addmm(t, a, b, beta=2), make((5, 1), torch.int64, seed=3), s,
+          make((4, 3), torch.int64, seed=2))
+    big = uncoalesced(torch.float32, (40, 30), 300, seed=4)
+    check(lambda a, b: torch.mm(a, b), big, make((30, 70), torch.float32, seed=5), atol=1e-4, rtol=1e-5)
+    check(lambda a, b: torch.mm(a, b), uncoalesced(torch.float32, (40, 30), 3, seed=6),
+          make((30, 70), torch.float32, seed=5))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
 def test_sparse_mm_backward(dtype):
     s = uncoalesced(dtype, (5, 4), 9)
