@@ -171,7 +171,7 @@ at::Tensor& add_sparse_into_dense_(at::Tensor& dense, const at::Tensor& sparse, 
               " while other has size ", sparse.sizes(), " (FYI: dense-sparse addition does not currently support "
               "broadcasting)");
   const int64_t nnz = sparse._nnz();
-  if (nnz == 0) return dense;
+  if (nnz == 0 || dense.numel() == 0) return dense;
   const int64_t sparse_dim = sparse.sparse_dim();
   at::Tensor values = sparse._values();
   values = alpha.equal(1) ? values.to(dense.scalar_type()) : values.mul(alpha).to(dense.scalar_type());
