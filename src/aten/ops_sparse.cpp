@@ -1,7 +1,7 @@
 // Sparse COO tensors on vk: SparsePrivateUse1 kernels for sparse inputs, PrivateUse1 kernels for
-// dense -> sparse. Every kernel is a composite of native vk ops (nonzero,
-// unique, index_select, index_add_, element-wise) or of the one L2 kernel of the family (CSR
-// sparse @ dense, src/kernels/sparse.h); nothing is copied to the CPU.
+// dense -> sparse. Every kernel is a composite of native vk ops (nonzero, unique, searchsorted,
+// index_select, index_add_, element-wise), plus the family's one L2 kernel (CSR sparse @ dense,
+// src/kernels/sparse.h); nothing is copied to the CPU.
 //
 // PyTorch 2.13 lets PrivateUse1 hold sparse COO tensors: a tensor created with layout kSparse on
 // device "vk" is a SparseTensorImpl with dispatch key SparsePrivateUse1, and only the kernels
@@ -24,10 +24,16 @@
 //                             (uncoalesced, as CUDA)
 //   sub / sub_, neg / neg_    add with -alpha; values negated
 //   mul / mul_, div           sparse * or / 0-dim (scalar): values scaled, indices shared
-//   mm / addmm (+ .out, _)    2-D sparse @ dense (mm also dense @ sparse, transposed): index_select the dense rows named by the column
-//                             indices, scale by the values, index_add_ into the output rows
-// Backward of sparse_mm(sparse, dense) w.r.t. the dense operand is autograd's mat1.t().mm(grad), which
-// runs on these kernels (transpose of a COO tensor is PyTorch's clone + index row swap).
+//   mm / addmm (+ .out, _)    2-D sparse @ dense (mm also dense @ sparse, transposed): the CSR
+//                             kernel of shaders/sparse.comp for floating dtypes, over the
+//                             coalesced operand (as CUDA); integer dtypes: index_select of the
+//                             dense rows named by the column indices, scaled by the values,
+//                             index_add_ into the output rows
+//   sparse_mask               self's values (dense: index(); sparse: coalesced, then a binary
+//                             search of the mask's positions) at the mask's indices
+// Backward of mm(sparse, dense) w.r.t. the dense operand is autograd's mat1.t().mm(grad), which
+// runs on these kernels (transpose of a COO tensor is PyTorch's clone + index row swap); w.r.t.
+// the sparse operand's values it goes through sparse_mask (a sparse grad masked by mat1).
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/SparseTensorImpl.h>
