@@ -44,4 +44,10 @@ at::Tensor& complex_mul(at::Tensor& out, const at::Tensor& self, const at::Tenso
 bool complex_elementwise(const char* kernel, at::Tensor& out, const at::Tensor& a,
                          const at::Tensor* b);
 
+// The complex path of addmm / baddbmm / mm / bmm (ops_matmul.cpp): result = beta * bias +
+// alpha * a @ b for 2-d (m x k, k x n) or 3-d batched operands, through the native real GEMM
+// on the real views (one GEMM call). `bias` may alias `result` or be undefined (beta unused).
+void complex_addbmm_into(const at::Tensor& result, const at::Tensor& bias, const at::Tensor& a,
+                         const at::Tensor& b, const at::Scalar& beta, const at::Scalar& alpha);
+
 }  // namespace tvk::aten
