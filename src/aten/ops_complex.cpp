@@ -4,6 +4,7 @@
 // plane: one element-wise dispatch). resolve_conj / resolve_neg / real / imag / _conj /
 // _neg_view are PyTorch composites over these and copy_.
 #include <ATen/ATen.h>
+#include <ATen/TensorIterator.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/view_as_complex_native.h>
 #include <ATen/ops/view_as_real_native.h>
@@ -12,6 +13,8 @@
 
 #include "aten/complex_storage.h"
 #include "aten/vk_common.h"
+#include "kernels/complex.h"
+#include "runtime/stream.h"
 
 namespace tvk::aten {
 
@@ -151,6 +154,53 @@ at::Tensor& complex_mul(at::Tensor& out, const at::Tensor& self, const at::Tenso
 }
 
 
+// ---------------------------------------------------------------- complex kernels
+
+void run_complex_kernel(kernels::ComplexOp op, const at::Tensor& out, const at::Tensor& a,
+                        const at::Tensor* b) {
+  if (out.numel() == 0) return;
+  if (out.is_conj() || out.is_neg()) {  // computed plainly, then copied through the bits
+    at::Tensor tmp = at::empty(out.sizes(), out.options());
+    run_complex_kernel(op, tmp, a, b);
+    out.copy_(tmp);
+    return;
+  }
+  const bool binary = kernels::complex_op_binary(op);
+  TORCH_INTERNAL_ASSERT(binary == (b != nullptr));
+  const at::Tensor ra = raw_alias(a.resolve_neg());
+  const at::Tensor rb = binary ? raw_alias(b->resolve_neg()) : at::Tensor();
+  at::TensorIteratorConfig config;
+  config.check_all_same_dtype(false).resize_outputs(false).add_output(out).add_const_input(ra);
+  if (binary) config.add_const_input(rb);
+  at::TensorIterator iter = config.build();
+  const bool f64 = out.scalar_type() == at::kComplexDouble || out.scalar_type() == at::kDouble ||
+                   a.scalar_type() == at::kComplexDouble ||
+                   (binary && b->scalar_type() == at::kComplexDouble);
+  check_storage_dtype(f64 ? at::kComplexDouble : at::kComplexFloat, "complex");
+  tvk::Stream& stream = current_stream(out.device().index());
+  for (auto&& sub : iter.with_32bit_indexing()) {
+    kernels::ComplexElementwise p;
+    p.op = op;
+    p.kind = f64 ? kernels::ComputeKind::Float64 : kernels::ComputeKind::Float32;
+    p.numel = sub.numel();
+    TORCH_CHECK(sub.ndim() <= kernels::kMaxDims, "torch-vk: complex op on a tensor with ",
+                sub.ndim(), " non-collapsible dimensions is not supported");
+    p.geometry.ndim = static_cast<int32_t>(sub.ndim());
+    for (int d = 0; d < sub.ndim(); ++d) p.geometry.sizes[d] = sub.shape()[d];
+    kernels::Operand* operands[3] = {&p.out, &p.a, &p.b};
+    for (int i = 0; i < sub.ntensors(); ++i) {
+      const at::ScalarType type = c10::toRealValueType(sub.dtype(i));
+      const int64_t scalar_size = static_cast<int64_t>(c10::elementSize(type));
+      *operands[i] = {reinterpret_cast<uint64_t>(sub.data_ptr(i)), vk_dtype(type, "complex")};
+      const auto strides = sub.strides(i);
+      for (int d = 0; d < sub.ndim(); ++d) p.geometry.strides[i][d] = strides[d] / scalar_size;
+    }
+    p.conj_a = a.is_conj();
+    p.conj_b = binary && b->is_conj();
+    translate_errors([&] { kernels::complex_elementwise(stream, p); });
+  }
+}
+
 namespace {
 
 // `result` into `out` (allocated when undefined), PyTorch's out= resize rules.
@@ -194,10 +244,29 @@ bool complex_elementwise(const char* kernel, at::Tensor& out, const at::Tensor& 
     if (!a.is_complex()) return false;
     const at::Tensor x = as_complex_on(a, device, a.scalar_type());
     const at::Tensor xr = at::view_as_real(x);
+    const std::pair<std::string_view, kernels::ComplexOp> unary_kernels[] = {
+        {"abs", kernels::ComplexOp::Abs},   {"exp", kernels::ComplexOp::Exp},
+        {"log", kernels::ComplexOp::Log},   {"sqrt", kernels::ComplexOp::Sqrt},
+        {"reciprocal", kernels::ComplexOp::Reciprocal}};
+    for (const auto& [name, op] : unary_kernels) {
+      if (k != name) continue;
+      check_storage_dtype(a.scalar_type(), kernel);
+      const at::ScalarType out_type = kernels::complex_op_real_output(op)
+                                          ? c10::toRealValueType(a.scalar_type())
+                                          : a.scalar_type();
+      const at::Tensor src = a.to(device);  // bits kept: the kernel reads the conj bit
+      if (out.defined() && out.scalar_type() == out_type && out.device() == device) {
+        at::native::resize_output(out, src.sizes());
+        run_complex_kernel(op, out, src, nullptr);
+      } else {
+        at::Tensor result = at::empty(src.sizes(), src.options().dtype(out_type));
+        run_complex_kernel(op, result, src, nullptr);
+        assign(out, result);
+      }
+      return true;
+    }
     if (k == "neg") {
       assign(out, at::view_as_complex(-xr));
-    } else if (k == "abs") {
-      assign(out, at::hypot(xr.select(-1, 0), xr.select(-1, 1)));
     } else if (k == "isnan") {
       assign(out, at::isnan(xr.select(-1, 0)).logical_or_(at::isnan(xr.select(-1, 1))));
     } else {
@@ -210,6 +279,20 @@ bool complex_elementwise(const char* kernel, at::Tensor& out, const at::Tensor& 
   const at::ScalarType type = at::result_type(a, *b);
   if (!c10::isComplexType(type)) return false;
   check_storage_dtype(type, kernel);
+  if ((k == "mul" || k == "div") && a.is_complex() && b->is_complex()) {
+    const at::Tensor x = a.to(device, type), y = b->to(device, type);  // conj bits kept
+    const auto shape = at::infer_size(x.sizes(), y.sizes());
+    const kernels::ComplexOp op = k == "mul" ? kernels::ComplexOp::Mul : kernels::ComplexOp::Div;
+    if (out.defined() && out.scalar_type() == type && out.device() == device) {
+      at::native::resize_output(out, shape);
+      run_complex_kernel(op, out, x, &y);  // TensorIterator: full aliasing (in place) is fine
+    } else {
+      at::Tensor result = at::empty(shape, x.options().dtype(type));
+      run_complex_kernel(op, result, x, &y);
+      assign(out, result);
+    }
+    return true;
+  }
   if (k == "mul") {
     complex_mul(out, a, *b);
     return true;
@@ -340,8 +423,8 @@ at::Tensor& conj_physical_out(const at::Tensor& self, at::Tensor& out) {
   at::native::resize_output(out, self.sizes());
   TORCH_CHECK(out.scalar_type() == self.scalar_type(), "conj_physical: expected out dtype ",
               self.scalar_type(), ", got ", out.scalar_type());
-  out.copy_(self);  // copy_ honours the bits of both sides
-  if (out.is_complex() && out.numel() > 0) raw_real_view(out).select(-1, 1).neg_();
+  if (!out.is_complex() || out.numel() == 0) return out.copy_(self);
+  run_complex_kernel(kernels::ComplexOp::Conj, out, self, nullptr);
   return out;
 }
 
