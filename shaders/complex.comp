@@ -180,6 +180,9 @@ void main() {
       if (xr == T(0) && xi == T(0)) {
         rr = T(0);
         ri = xi;
+      } else if (tvk_isinf(xi)) {  // C99: sqrt(x + i inf) = inf + i inf for every x
+        rr = T_INF;
+        ri = xi;
       } else {
         T t = sqrt((abs(xr) + cx_hypot(xr, xi)) * T(0.5));
         if (xr >= T(0)) {
@@ -191,7 +194,12 @@ void main() {
         }
       }
     } else if (pc.op == 13) {  // reciprocal
-      cx_div(T(1), T(0), xr, xi, rr, ri);
+      if (xr == T(0) && xi == T(0)) {  // c10: (1 / 0, 0 / 0), spelled out (no constant folding)
+        rr = T_INF;
+        ri = T_NAN;
+      } else {
+        cx_div(T(1), T(0), xr, xi, rr, ri);
+      }
     } else if (pc.op == 14) {  // sgn
       T m = cx_hypot(xr, xi);
       if (m != T(0)) {
