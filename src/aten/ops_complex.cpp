@@ -219,21 +219,6 @@ at::Tensor as_complex_on(const at::Tensor& t, at::Device device, at::ScalarType 
   return t.to(device, type).resolve_conj().resolve_neg();
 }
 
-// c10::complex's division (scaled by the larger of |re b|, |im b|, as the CPU computes it).
-at::Tensor complex_divide(const at::Tensor& a, const at::Tensor& b) {
-  const at::Tensor ar = at::view_as_real(a), br = at::view_as_real(b);
-  const at::Tensor x = ar.select(-1, 0), y = ar.select(-1, 1);
-  const at::Tensor c = br.select(-1, 0), d = br.select(-1, 1);
-  const at::Tensor c_major = c.abs() >= d.abs();
-  // c_major: rat = d / c, scl = 1 / (c + d rat), re = (x + y rat) scl, im = (y - x rat) scl
-  // else:    rat = c / d, scl = 1 / (d + c rat), re = (y + x rat) scl, im = (y rat - x) scl
-  const at::Tensor rat = at::where(c_major, d / c, c / d);
-  const at::Tensor scl = at::where(c_major, c + d * rat, d + c * rat).reciprocal();
-  const at::Tensor re = at::where(c_major, x + y * rat, y + x * rat) * scl;
-  const at::Tensor im = at::where(c_major, y - x * rat, y * rat - x) * scl;
-  return at::view_as_complex(at::stack({re, im}, -1));
-}
-
 }  // namespace
 
 bool complex_elementwise(const char* kernel, at::Tensor& out, const at::Tensor& a,
@@ -242,8 +227,6 @@ bool complex_elementwise(const char* kernel, at::Tensor& out, const at::Tensor& 
   const at::Device device = a.device().is_privateuseone() || b == nullptr ? a.device() : b->device();
   if (b == nullptr) {
     if (!a.is_complex()) return false;
-    const at::Tensor x = as_complex_on(a, device, a.scalar_type());
-    const at::Tensor xr = at::view_as_real(x);
     const std::pair<std::string_view, kernels::ComplexOp> unary_kernels[] = {
         {"abs", kernels::ComplexOp::Abs},   {"exp", kernels::ComplexOp::Exp},
         {"log", kernels::ComplexOp::Log},   {"sqrt", kernels::ComplexOp::Sqrt},
@@ -265,6 +248,8 @@ bool complex_elementwise(const char* kernel, at::Tensor& out, const at::Tensor& 
       }
       return true;
     }
+    const at::Tensor x = as_complex_on(a, device, a.scalar_type());
+    const at::Tensor xr = at::view_as_real(x);
     if (k == "neg") {
       assign(out, at::view_as_complex(-xr));
     } else if (k == "isnan") {
@@ -279,7 +264,9 @@ bool complex_elementwise(const char* kernel, at::Tensor& out, const at::Tensor& 
   const at::ScalarType type = at::result_type(a, *b);
   if (!c10::isComplexType(type)) return false;
   check_storage_dtype(type, kernel);
-  if ((k == "mul" || k == "div") && a.is_complex() && b->is_complex()) {
+  // complex x complex (and real / complex): the kernel; complex x real mul and complex / real
+  // scale the planes below (one dispatch).
+  if ((k == "mul" && a.is_complex() && b->is_complex()) || (k == "div" && b->is_complex())) {
     const at::Tensor x = a.to(device, type), y = b->to(device, type);  // conj bits kept
     const auto shape = at::infer_size(x.sizes(), y.sizes());
     const kernels::ComplexOp op = k == "mul" ? kernels::ComplexOp::Mul : kernels::ComplexOp::Div;
@@ -307,18 +294,17 @@ bool complex_elementwise(const char* kernel, at::Tensor& out, const at::Tensor& 
     assign(out, at::view_as_complex((at::view_as_real(x) / f.unsqueeze(-1)).contiguous()));
     return true;
   }
+  TORCH_INTERNAL_ASSERT(compare);
   const at::Tensor y = as_complex_on(*b, device, type);
   const auto shape = at::infer_size(x.sizes(), y.sizes());
   const at::Tensor xe = x.expand(shape), ye = y.expand(shape);
-  if (compare) {
+  {
     const at::Tensor xr = at::view_as_real(xe), yr = at::view_as_real(ye);
     at::Tensor same = at::eq(xr.select(-1, 0), yr.select(-1, 0))
                           .logical_and_(at::eq(xr.select(-1, 1), yr.select(-1, 1)));
     assign(out, k == "eq" ? same : same.logical_not_());
     return true;
   }
-  assign(out, complex_divide(xe, ye));
-  return true;
 }
 
 // ---------------------------------------------------------------- complex matmul

@@ -388,6 +388,10 @@ void addmv_impl(const at::Tensor& self, const at::Tensor& mat, const at::Tensor&
                 const c10::Scalar& beta, const c10::Scalar& alpha, const at::Tensor& result) {
   const auto self_ = at::expand_size(self, {mat.size(0)});
   if (result.numel() == 0) return;
+  if (result.is_complex()) {
+    return complex_addbmm_into(result.unsqueeze(1), self_->unsqueeze(1), mat, vec.unsqueeze(1),
+                               beta, alpha);
+  }
   const char* name = "addmv";
   const int64_t k = mat.size(1);
   if (k != 0 && mat.scalar_type() == at::kBool) raise_not_implemented_for("addmv_impl_cpu", at::kBool);

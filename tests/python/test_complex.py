@@ -230,6 +230,10 @@ def test_matmul(ctype):
           cmake((3, 4, 2, 2), ctype, seed=6), **tol)
     check(lambda u, v: u @ v, cmake((2, 3, 5), ctype), b, **tol)  # matmul broadcast
     check(torch.mm, a, cmake((5, 4), torch.float32))  # dtype mismatch raises like the CPU
+    check(torch.mv, a, cmake((5,), ctype, seed=8), **tol)
+    check(lambda s, p, v: torch.addmv(s, p.conj(), v, beta=2, alpha=1j), cmake((3,), ctype), a,
+          cmake((5,), ctype, seed=8), **tol)
+    check(lambda s, v: torch.div(s, v), make((3, 4), torch.float32), cmake((4,), ctype))  # real / complex
 
 
 @pytest.mark.parametrize("ctype", CTYPES, ids=str)
