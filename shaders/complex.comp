@@ -59,7 +59,6 @@ layout(push_constant) uniform Push {
 #define T_NAN TVK_F32_NAN
 #define T_INF TVK_F32_INF
 #endif
-#define TV2 T[2]
 
 bool cx_signbit(T x) {
 #if KIND == KIND_FLOAT64
