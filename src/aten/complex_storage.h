@@ -39,9 +39,16 @@ at::Tensor& complex_add(at::Tensor& out, const at::Tensor& self, const at::Tenso
 at::Tensor& complex_mul(at::Tensor& out, const at::Tensor& self, const at::Tensor& other);
 
 // The element-wise kernel rows of ops_elementwise.cpp with a complex operand: neg, abs, eq,
-// ne, isnan, div, mul, add / sub (alpha 1). Returns false (nothing done) for other kernels,
+// ne, isnan, div, mul, add / sub (alpha 1), exp, log, sqrt, reciprocal, sgn (the last
+// five and complex x complex mul / div, abs: one complex.comp dispatch, conj bits read). Returns false (nothing done) for other kernels,
 // which then reject complex as before. `b`: the second operand of binary rows, else null.
 bool complex_elementwise(const char* kernel, at::Tensor& out, const at::Tensor& a,
                          const at::Tensor* b);
+
+// The complex path of addmm / baddbmm / mm / bmm (ops_matmul.cpp): result = beta * bias +
+// alpha * a @ b for 2-d (m x k, k x n) or 3-d batched operands, through the native real GEMM
+// on the real views (one GEMM call). `bias` may alias `result` or be undefined (beta unused).
+void complex_addbmm_into(const at::Tensor& result, const at::Tensor& bias, const at::Tensor& a,
+                         const at::Tensor& b, const at::Scalar& beta, const at::Scalar& alpha);
 
 }  // namespace tvk::aten

@@ -1,9 +1,12 @@
 // Complex storage on vk: the helpers of complex_storage.h, the views between complex and real
-// (view_as_real, view_as_complex), and the conjugation kernels (_conj_physical,
-// conj_physical_, conj_physical.out) as composites over the real view (negate the imaginary
-// plane: one element-wise dispatch). resolve_conj / resolve_neg / real / imag / _conj /
-// _neg_view are PyTorch composites over these and copy_.
+// (view_as_real, view_as_complex), conj_physical (_conj_physical, conj_physical_,
+// conj_physical.out: the complex.comp kernel), the element-wise rows with a complex operand
+// (complex.comp for mul / div / exp / log / sqrt / reciprocal / sgn / abs; composites over the
+// real views for add / sub / neg / eq / ne / isnan and complex x real scaling), and the complex
+// matmul family (one real GEMM on the real views). resolve_conj / resolve_neg / real / imag /
+// _conj / _neg_view are PyTorch composites over these and copy_.
 #include <ATen/ATen.h>
+#include <ATen/TensorIterator.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/view_as_complex_native.h>
 #include <ATen/ops/view_as_real_native.h>
@@ -12,6 +15,8 @@
 
 #include "aten/complex_storage.h"
 #include "aten/vk_common.h"
+#include "kernels/complex.h"
+#include "runtime/stream.h"
 
 namespace tvk::aten {
 
@@ -151,6 +156,53 @@ at::Tensor& complex_mul(at::Tensor& out, const at::Tensor& self, const at::Tenso
 }
 
 
+// ---------------------------------------------------------------- complex kernels
+
+void run_complex_kernel(kernels::ComplexOp op, const at::Tensor& out, const at::Tensor& a,
+                        const at::Tensor* b) {
+  if (out.numel() == 0) return;
+  if (out.is_conj() || out.is_neg()) {  // computed plainly, then copied through the bits
+    at::Tensor tmp = at::empty(out.sizes(), out.options());
+    run_complex_kernel(op, tmp, a, b);
+    out.copy_(tmp);
+    return;
+  }
+  const bool binary = kernels::complex_op_binary(op);
+  TORCH_INTERNAL_ASSERT(binary == (b != nullptr));
+  const at::Tensor ra = raw_alias(a.resolve_neg());
+  const at::Tensor rb = binary ? raw_alias(b->resolve_neg()) : at::Tensor();
+  at::TensorIteratorConfig config;
+  config.check_all_same_dtype(false).resize_outputs(false).add_output(out).add_const_input(ra);
+  if (binary) config.add_const_input(rb);
+  at::TensorIterator iter = config.build();
+  const bool f64 = out.scalar_type() == at::kComplexDouble || out.scalar_type() == at::kDouble ||
+                   a.scalar_type() == at::kComplexDouble ||
+                   (binary && b->scalar_type() == at::kComplexDouble);
+  check_storage_dtype(f64 ? at::kComplexDouble : at::kComplexFloat, "complex");
+  tvk::Stream& stream = current_stream(out.device().index());
+  for (auto&& sub : iter.with_32bit_indexing()) {
+    kernels::ComplexElementwise p;
+    p.op = op;
+    p.kind = f64 ? kernels::ComputeKind::Float64 : kernels::ComputeKind::Float32;
+    p.numel = sub.numel();
+    TORCH_CHECK(sub.ndim() <= kernels::kMaxDims, "torch-vk: complex op on a tensor with ",
+                sub.ndim(), " non-collapsible dimensions is not supported");
+    p.geometry.ndim = static_cast<int32_t>(sub.ndim());
+    for (int d = 0; d < sub.ndim(); ++d) p.geometry.sizes[d] = sub.shape()[d];
+    kernels::Operand* operands[3] = {&p.out, &p.a, &p.b};
+    for (int i = 0; i < sub.ntensors(); ++i) {
+      const at::ScalarType type = c10::toRealValueType(sub.dtype(i));
+      const int64_t scalar_size = static_cast<int64_t>(c10::elementSize(type));
+      *operands[i] = {reinterpret_cast<uint64_t>(sub.data_ptr(i)), vk_dtype(type, "complex")};
+      const auto strides = sub.strides(i);
+      for (int d = 0; d < sub.ndim(); ++d) p.geometry.strides[i][d] = strides[d] / scalar_size;
+    }
+    p.conj_a = a.is_conj();
+    p.conj_b = binary && b->is_conj();
+    translate_errors([&] { kernels::complex_elementwise(stream, p); });
+  }
+}
+
 namespace {
 
 // `result` into `out` (allocated when undefined), PyTorch's out= resize rules.
@@ -169,21 +221,6 @@ at::Tensor as_complex_on(const at::Tensor& t, at::Device device, at::ScalarType 
   return t.to(device, type).resolve_conj().resolve_neg();
 }
 
-// c10::complex's division (scaled by the larger of |re b|, |im b|, as the CPU computes it).
-at::Tensor complex_divide(const at::Tensor& a, const at::Tensor& b) {
-  const at::Tensor ar = at::view_as_real(a), br = at::view_as_real(b);
-  const at::Tensor x = ar.select(-1, 0), y = ar.select(-1, 1);
-  const at::Tensor c = br.select(-1, 0), d = br.select(-1, 1);
-  const at::Tensor c_major = c.abs() >= d.abs();
-  // c_major: rat = d / c, scl = 1 / (c + d rat), re = (x + y rat) scl, im = (y - x rat) scl
-  // else:    rat = c / d, scl = 1 / (d + c rat), re = (y + x rat) scl, im = (y rat - x) scl
-  const at::Tensor rat = at::where(c_major, d / c, c / d);
-  const at::Tensor scl = at::where(c_major, c + d * rat, d + c * rat).reciprocal();
-  const at::Tensor re = at::where(c_major, x + y * rat, y + x * rat) * scl;
-  const at::Tensor im = at::where(c_major, y - x * rat, y * rat - x) * scl;
-  return at::view_as_complex(at::stack({re, im}, -1));
-}
-
 }  // namespace
 
 bool complex_elementwise(const char* kernel, at::Tensor& out, const at::Tensor& a,
@@ -192,12 +229,31 @@ bool complex_elementwise(const char* kernel, at::Tensor& out, const at::Tensor& 
   const at::Device device = a.device().is_privateuseone() || b == nullptr ? a.device() : b->device();
   if (b == nullptr) {
     if (!a.is_complex()) return false;
+    const std::pair<std::string_view, kernels::ComplexOp> unary_kernels[] = {
+        {"abs", kernels::ComplexOp::Abs},   {"exp", kernels::ComplexOp::Exp},
+        {"log", kernels::ComplexOp::Log},   {"sqrt", kernels::ComplexOp::Sqrt},
+        {"reciprocal", kernels::ComplexOp::Reciprocal}, {"sgn", kernels::ComplexOp::Sgn}};
+    for (const auto& [name, op] : unary_kernels) {
+      if (k != name) continue;
+      check_storage_dtype(a.scalar_type(), kernel);
+      const at::ScalarType out_type = kernels::complex_op_real_output(op)
+                                          ? c10::toRealValueType(a.scalar_type())
+                                          : a.scalar_type();
+      const at::Tensor src = a.to(device);  // bits kept: the kernel reads the conj bit
+      if (out.defined() && out.scalar_type() == out_type && out.device() == device) {
+        at::native::resize_output(out, src.sizes());
+        run_complex_kernel(op, out, src, nullptr);
+      } else {
+        at::Tensor result = at::empty(src.sizes(), src.options().dtype(out_type));
+        run_complex_kernel(op, result, src, nullptr);
+        assign(out, result);
+      }
+      return true;
+    }
     const at::Tensor x = as_complex_on(a, device, a.scalar_type());
     const at::Tensor xr = at::view_as_real(x);
     if (k == "neg") {
       assign(out, at::view_as_complex(-xr));
-    } else if (k == "abs") {
-      assign(out, at::hypot(xr.select(-1, 0), xr.select(-1, 1)));
     } else if (k == "isnan") {
       assign(out, at::isnan(xr.select(-1, 0)).logical_or_(at::isnan(xr.select(-1, 1))));
     } else {
@@ -210,6 +266,22 @@ bool complex_elementwise(const char* kernel, at::Tensor& out, const at::Tensor& 
   const at::ScalarType type = at::result_type(a, *b);
   if (!c10::isComplexType(type)) return false;
   check_storage_dtype(type, kernel);
+  // complex x complex (and real / complex): the kernel; complex x real mul and complex / real
+  // scale the planes below (one dispatch).
+  if ((k == "mul" && a.is_complex() && b->is_complex()) || (k == "div" && b->is_complex())) {
+    const at::Tensor x = a.to(device, type), y = b->to(device, type);  // conj bits kept
+    const auto shape = at::infer_size(x.sizes(), y.sizes());
+    const kernels::ComplexOp op = k == "mul" ? kernels::ComplexOp::Mul : kernels::ComplexOp::Div;
+    if (out.defined() && out.scalar_type() == type && out.device() == device) {
+      at::native::resize_output(out, shape);
+      run_complex_kernel(op, out, x, &y);  // TensorIterator: full aliasing (in place) is fine
+    } else {
+      at::Tensor result = at::empty(shape, x.options().dtype(type));
+      run_complex_kernel(op, result, x, &y);
+      assign(out, result);
+    }
+    return true;
+  }
   if (k == "mul") {
     complex_mul(out, a, *b);
     return true;
@@ -224,18 +296,74 @@ bool complex_elementwise(const char* kernel, at::Tensor& out, const at::Tensor& 
     assign(out, at::view_as_complex((at::view_as_real(x) / f.unsqueeze(-1)).contiguous()));
     return true;
   }
+  TORCH_INTERNAL_ASSERT(compare);
   const at::Tensor y = as_complex_on(*b, device, type);
   const auto shape = at::infer_size(x.sizes(), y.sizes());
   const at::Tensor xe = x.expand(shape), ye = y.expand(shape);
-  if (compare) {
+  {
     const at::Tensor xr = at::view_as_real(xe), yr = at::view_as_real(ye);
     at::Tensor same = at::eq(xr.select(-1, 0), yr.select(-1, 0))
                           .logical_and_(at::eq(xr.select(-1, 1), yr.select(-1, 1)));
     assign(out, k == "eq" ? same : same.logical_not_());
     return true;
   }
-  assign(out, complex_divide(xe, ye));
-  return true;
+}
+
+// ---------------------------------------------------------------- complex matmul
+
+namespace {
+
+// prod[b] = A[b] @ B[b] for complex (batch, m, k) A and (batch, k, n) B as ONE real bmm on the
+// native GEMM: A's real view flattened to (batch, m, 2k) (the stored bytes; A's conjugate /
+// negative bits are folded into the right-hand matrix) times the real 2k x 2n representation
+//   Bmat[(kk, p), (nn, q)]:  p=0: (re b, im b),  p=1: (-s im b, s re b)   (s = -1 when A is conj)
+// whose product rows are (re c, im c) interleaved: the (batch, m, n) complex result, contiguous.
+// Same real flop count as 4 real products, but one GEMM call instead of four.
+at::Tensor complex_bmm_product(const at::Tensor& a, const at::Tensor& b) {
+  at::Tensor stored_a = raw_alias(a);
+  if (stored_a.size(-1) > 1 && stored_a.stride(-1) != 1) stored_a = stored_a.contiguous();
+  const at::Tensor a_flat = at::view_as_real(stored_a).flatten(-2);  // (batch, m, 2k)
+  const double s_conj = a.is_conj() ? -1.0 : 1.0;
+  const double s_neg = a.is_neg() ? -1.0 : 1.0;
+  const at::Tensor bl = at::view_as_real(b.resolve_conj().resolve_neg());  // (batch, k, n, 2)
+  const at::Tensor br = bl.select(-1, 0), bi = bl.select(-1, 1);
+  const at::Tensor row_re = at::stack({br * s_neg, bi * s_neg}, -1);                    // p = 0
+  const at::Tensor row_im = at::stack({bi * (-s_conj * s_neg), br * (s_conj * s_neg)}, -1);  // p = 1
+  const int64_t batch = b.size(0), k = b.size(1), n = b.size(2);
+  const at::Tensor b_mat = at::stack({row_re, row_im}, 2).reshape({batch, 2 * k, 2 * n});
+  const at::Tensor prod = at::bmm(a_flat, b_mat);  // (batch, m, 2n) real
+  return at::view_as_complex(prod.view({batch, a.size(1), n, 2}));
+}
+
+bool is_scalar_zero(const at::Scalar& s) {
+  return s.isComplex() ? s.toComplexDouble() == c10::complex<double>(0, 0) : s.toDouble() == 0;
+}
+bool is_scalar_one(const at::Scalar& s) {
+  return s.isComplex() ? s.toComplexDouble() == c10::complex<double>(1, 0) : s.toDouble() == 1;
+}
+
+}  // namespace
+
+void complex_addbmm_into(const at::Tensor& result, const at::Tensor& bias, const at::Tensor& a,
+                         const at::Tensor& b, const at::Scalar& beta, const at::Scalar& alpha) {
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected m1 and m2 to have the same dtype, but got: ",
+              a.dtype(), " != ", b.dtype());
+  check_storage_dtype(result.scalar_type(), "matmul");
+  if (result.numel() == 0) return;
+  const bool batched = a.dim() == 3;
+  const at::Tensor a3 = batched ? a : a.unsqueeze(0);
+  const at::Tensor b3 = batched ? b : b.unsqueeze(0);
+  at::Tensor prod;
+  if (a3.size(2) == 0) {
+    prod = at::zeros({a3.size(0), a3.size(1), b3.size(2)}, result.options().dtype(a.scalar_type()));
+  } else {
+    prod = complex_bmm_product(a3, b3);
+  }
+  if (!batched) prod = prod.squeeze(0);
+  if (!is_scalar_one(alpha)) prod = prod * alpha;
+  // beta == 0: the bias is not read (NaN / inf in it do not propagate), as on the CPU.
+  if (!is_scalar_zero(beta) && bias.defined()) prod = prod + bias * beta;
+  result.copy_(prod);  // prod is a temporary: result may alias bias
 }
 
 namespace {
@@ -283,8 +411,8 @@ at::Tensor& conj_physical_out(const at::Tensor& self, at::Tensor& out) {
   at::native::resize_output(out, self.sizes());
   TORCH_CHECK(out.scalar_type() == self.scalar_type(), "conj_physical: expected out dtype ",
               self.scalar_type(), ", got ", out.scalar_type());
-  out.copy_(self);  // copy_ honours the bits of both sides
-  if (out.is_complex() && out.numel() > 0) raw_real_view(out).select(-1, 1).neg_();
+  if (!out.is_complex() || out.numel() == 0) return out.copy_(self);
+  run_complex_kernel(kernels::ComplexOp::Conj, out, self, nullptr);
   return out;
 }
 

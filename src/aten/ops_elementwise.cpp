@@ -594,6 +594,21 @@ at::Tensor where(const at::Tensor& condition, const at::Tensor& self, const at::
 
 }  // namespace
 
+// sgn: the sign row for real dtypes, the complex kernel (z / |z|) for complex ones.
+at::Tensor sgn_functional(const at::Tensor& self) {
+  at::Tensor out;
+  if (self.is_complex() && complex_elementwise("sgn", out, self, nullptr)) return out;
+  return Unary<kSign>::functional(self);
+}
+at::Tensor& sgn_inplace(at::Tensor& self) {
+  if (self.is_complex() && complex_elementwise("sgn", self, self, nullptr)) return self;
+  return Unary<kSign>::inplace(self);
+}
+at::Tensor& sgn_out(const at::Tensor& self, at::Tensor& out) {
+  if (self.is_complex() && complex_elementwise("sgn", out, self, nullptr)) return out;
+  return Unary<kSign>::out(self, out);
+}
+
 #define TVK_REGISTER_UNARY(m, name, row)                          \
   m.impl(name, TORCH_FN(Unary<row>::functional));                 \
   m.impl(name "_", TORCH_FN(Unary<row>::inplace));                \
@@ -673,7 +688,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   TVK_REGISTER_UNARY(m, "neg", kNeg)
   TVK_REGISTER_UNARY(m, "abs", kAbs)
   TVK_REGISTER_UNARY(m, "sign", kSign)
-  TVK_REGISTER_UNARY(m, "sgn", kSign)  // real dtypes: sgn is sign
+  // real dtypes: sgn is sign; complex: z / |z| (complex.comp through complex_elementwise)
+  m.impl("sgn", TORCH_FN(sgn_functional));
+  m.impl("sgn_", TORCH_FN(sgn_inplace));
+  m.impl("sgn.out", TORCH_FN(sgn_out));
   TVK_REGISTER_UNARY(m, "reciprocal", kReciprocal)
   TVK_REGISTER_UNARY(m, "rsqrt", kRsqrt)
   // rounding

@@ -32,6 +32,7 @@
 
 #include "aten/launch.h"
 #include "aten/torch_compat.h"
+#include "aten/complex_storage.h"
 #include "aten/vk_common.h"
 #include "kernels/gemm.h"
 
@@ -230,6 +231,7 @@ void addmm_impl(const at::Tensor& result, const at::Tensor& self, const at::Tens
               self_sizes[1], ")");
   at::native::resize_output(result, self_sizes);
   if (result.numel() == 0) return;
+  if (result.is_complex()) return complex_addbmm_into(result, self, m1, m2, beta, alpha);
   if (m1.size(1) != 0 && result.scalar_type() == at::kBool)
     raise_not_implemented_for("addmm_impl_cpu_", at::kBool);
   const char* name = "addmm";
@@ -306,6 +308,10 @@ at::Tensor& vk_addmm_(at::Tensor& self, const at::Tensor& mat1, const at::Tensor
 void bmm_impl(const at::Tensor& result, const at::Tensor& batch1, const at::Tensor& batch2,
               const c10::Scalar& beta, const c10::Scalar& alpha, bool is_bmm) {
   if (result.numel() == 0) return;
+  if (result.is_complex()) {  // the meta function copied the input into result (beta != 0)
+    return complex_addbmm_into(result, is_bmm ? at::Tensor() : result, batch1, batch2,
+                               is_bmm ? c10::Scalar(0) : beta, is_bmm ? c10::Scalar(1) : alpha);
+  }
   const int64_t k = batch1.size(2);
   const char* name = is_bmm ? "bmm" : "baddbmm";
   if (k != 0) {
@@ -382,6 +388,10 @@ void addmv_impl(const at::Tensor& self, const at::Tensor& mat, const at::Tensor&
                 const c10::Scalar& beta, const c10::Scalar& alpha, const at::Tensor& result) {
   const auto self_ = at::expand_size(self, {mat.size(0)});
   if (result.numel() == 0) return;
+  if (result.is_complex()) {
+    return complex_addbmm_into(result.unsqueeze(1), self_->unsqueeze(1), mat, vec.unsqueeze(1),
+                               beta, alpha);
+  }
   const char* name = "addmv";
   const int64_t k = mat.size(1);
   if (k != 0 && mat.scalar_type() == at::kBool) raise_not_implemented_for("addmv_impl_cpu", at::kBool);

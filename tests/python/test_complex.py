@@ -142,7 +142,7 @@ def test_reductions_and_shape_ops(ctype):
 
 def test_unsupported_complex_op_raises_never_garbage():
     v = cmake((4,), torch.complex64).to("vk")
-    for fn in (torch.exp, torch.sqrt, lambda a: a.cumsum(0), lambda a: a.prod()):
+    for fn in (torch.tan, lambda a: a.cumsum(0), lambda a: a.prod()):
         with pytest.raises((TypeError, NotImplementedError, RuntimeError)):
             fn(v)
 
@@ -152,6 +152,101 @@ def test_visible_fallback_for_unsupported_op():
     previous = torch_vk.get_fallback_mode() if hasattr(torch_vk, "get_fallback_mode") else None
     torch_vk.set_fallback_mode("error")
     with pytest.raises((TypeError, NotImplementedError)):
-        torch.exp(v)
+        torch.tan(v)
     if previous is not None:
         torch_vk.set_fallback_mode(previous)
+
+
+# ---------------------------------------------------------------- complex kernels (complex.comp)
+
+UNARY_KERNELS = [torch.exp, torch.log, torch.sqrt, torch.reciprocal, torch.abs, torch.sgn,
+                 torch.conj_physical]
+
+
+@pytest.mark.parametrize("ctype", CTYPES, ids=str)
+def test_unary_kernels(ctype):
+    x = cmake((3, 4), ctype)
+    for fn in UNARY_KERNELS:
+        for _, layout in layouts(x):
+            check(lambda a: fn(layout(a)), x)
+        check(lambda a: fn(a.conj()), x)           # conjugate bit read by the kernel
+        check(lambda a: fn(a._neg_view()), x)      # negative bit
+        check(fn, cmake((), ctype))                 # 0-dim
+        check(fn, cmake((0, 3), ctype))             # empty
+    for name in ("exp_", "log_", "sqrt_", "reciprocal_", "sgn_", "conj_physical_"):
+        check(lambda a: getattr(a, name)(), x.clone())
+    out = torch.empty(3, 4, dtype=ctype)
+    check(lambda a, o: torch.exp(a, out=o), x, out)
+    check(lambda a, o: torch.abs(a, out=o), x, torch.empty(0, dtype=x.real.dtype))
+    # special values: zeros (signed), infinities, NaN, huge / tiny magnitudes
+    inf, nan = float("inf"), float("nan")
+    special = torch.tensor([0j, complex(-0.0, 0.0), complex(0.0, -0.0), complex(-4, 0),
+                            complex(-4, -0.0), complex(inf, 1), complex(1, inf),
+                            complex(nan, 1), complex(1e30, 1e30), complex(1e-30, -1e-30),
+                            complex(-3, 4), complex(0, -2)], dtype=ctype)
+    for fn in (torch.log, torch.sqrt, torch.abs, torch.reciprocal, torch.sgn):
+        check(fn, special)
+    check(torch.exp, special[torch.tensor([0, 1, 3, 7, 9, 10, 11])])
+
+
+@pytest.mark.parametrize("ctype", CTYPES, ids=str)
+def test_binary_kernels(ctype):
+    x, y = cmake((3, 4), ctype), cmake((3, 4), ctype, seed=3)
+    for fn in (torch.mul, torch.div):
+        for _, layout in layouts(x):
+            check(lambda a, b: fn(layout(a), layout(b)), x, y)
+        check(fn, x, cmake((4,), ctype, seed=5))                      # broadcast
+        check(fn, cmake((3, 1), ctype), cmake((1, 4), ctype, seed=2))  # both broadcast
+        check(lambda a, b: fn(a.conj(), b.conj()), x, y)              # conj bits
+        check(lambda a, b: fn(a, b.conj()).conj(), x, y)
+        check(fn, cmake((), ctype), x)                                 # 0-dim
+        check(fn, cmake((0, 4), ctype), cmake((4,), ctype))            # empty
+        check(lambda a, b: fn(a, b.t()), cmake((4, 3), ctype), cmake((3, 4), ctype, seed=1))
+    check(lambda a, b: a.div_(b), x.clone(), y)
+    check(lambda a, b: a.mul_(b.conj()), x.clone(), y)
+    check(lambda a, b, o: torch.div(a, b, out=o), x, y, torch.empty(0, dtype=ctype))
+    other = torch.complex64 if ctype == torch.complex128 else torch.complex128
+    check(torch.mul, x, cmake((3, 4), other))  # promotion between complex dtypes
+
+
+@pytest.mark.parametrize("ctype", CTYPES, ids=str)
+def test_matmul(ctype):
+    tol = dict(atol=1e-4, rtol=1e-4) if ctype == torch.complex64 else None
+    tol = tol or dict(atol=1e-10, rtol=1e-10)
+    a, b = cmake((3, 5), ctype), cmake((5, 4), ctype, seed=2)
+    check(torch.mm, a, b, **tol)
+    check(lambda p, q: p.t().conj() @ q.conj(), cmake((5, 3), ctype), b, **tol)  # conj + transposed
+    check(lambda p, q: p @ q.t().conj(), a, cmake((4, 5), ctype), **tol)
+    check(lambda p, q: p._neg_view() @ q, a, b, **tol)
+    check(lambda s, p, q: torch.addmm(s, p, q, beta=0.5, alpha=2 - 1j), cmake((4,), ctype), a, b, **tol)
+    check(lambda s, p, q: s.addmm_(p, q), cmake((3, 4), ctype), a, b, **tol)
+    check(torch.mm, cmake((3, 0), ctype), cmake((0, 4), ctype))  # k = 0
+    check(torch.mm, cmake((0, 5), ctype), b)                      # empty
+    p, q = cmake((2, 3, 5), ctype), cmake((2, 5, 4), ctype, seed=4)
+    check(torch.bmm, p, q, **tol)
+    check(lambda u, v: torch.bmm(u, v.mT.conj()), p, cmake((2, 4, 5), ctype), **tol)
+    check(lambda s, u, v: torch.baddbmm(s, u, v, beta=1j, alpha=0.5), cmake((3, 4), ctype), p, q, **tol)
+    check(lambda u, v: torch.einsum("bixy,ioxy->boxy", u, v), cmake((2, 3, 2, 2), ctype),
+          cmake((3, 4, 2, 2), ctype, seed=6), **tol)
+    check(lambda u, v: u @ v, cmake((2, 3, 5), ctype), b, **tol)  # matmul broadcast
+    check(torch.mm, a, cmake((5, 4), torch.float32))  # dtype mismatch raises like the CPU
+    check(torch.mv, a, cmake((5,), ctype, seed=8), **tol)
+    check(lambda s, p, v: torch.addmv(s, p.conj(), v, beta=2, alpha=1j), cmake((3,), ctype), a,
+          cmake((5,), ctype, seed=8), **tol)
+    check(lambda s, v: torch.div(s, v), make((3, 4), torch.float32), cmake((4,), ctype))  # real / complex
+
+
+@pytest.mark.parametrize("ctype", CTYPES, ids=str)
+def test_backward(ctype):
+    tol = dict(atol=1e-4, rtol=1e-4) if ctype == torch.complex64 else dict(atol=1e-9, rtol=1e-9)
+
+    def grads(device):
+        a = cmake((3, 5), ctype).to(device).requires_grad_()
+        b = cmake((5, 4), ctype, seed=2).to(device).requires_grad_()
+        y = (a @ b).exp() / (b.sum() + 3)
+        loss = y.abs().sum() + (a.sqrt() * a.conj()).log().real.sum() + a.reciprocal().imag.sum()
+        loss.backward()
+        return a.grad.cpu(), b.grad.cpu()
+
+    for vk_grad, cpu_grad in zip(grads("vk"), grads("cpu")):
+        torch.testing.assert_close(vk_grad, cpu_grad, **tol)
