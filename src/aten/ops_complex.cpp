@@ -232,7 +232,8 @@ bool complex_elementwise(const char* kernel, at::Tensor& out, const at::Tensor& 
     const std::pair<std::string_view, kernels::ComplexOp> unary_kernels[] = {
         {"abs", kernels::ComplexOp::Abs},   {"exp", kernels::ComplexOp::Exp},
         {"log", kernels::ComplexOp::Log},   {"sqrt", kernels::ComplexOp::Sqrt},
-        {"reciprocal", kernels::ComplexOp::Reciprocal}, {"sgn", kernels::ComplexOp::Sgn}};
+        {"reciprocal", kernels::ComplexOp::Reciprocal}, {"sgn", kernels::ComplexOp::Sgn},
+        {"angle", kernels::ComplexOp::Angle}};
     for (const auto& [name, op] : unary_kernels) {
       if (k != name) continue;
       check_storage_dtype(a.scalar_type(), kernel);

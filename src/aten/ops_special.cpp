@@ -19,6 +19,7 @@
 #include <optional>
 #include <vector>
 
+#include "aten/complex_storage.h"
 #include "aten/launch.h"
 #include "aten/vk_common.h"
 
@@ -137,6 +138,8 @@ TVK_UNARY_FLOAT_OP(i0, "i0")
 // float16/bfloat16 with the CPU kernel's error under `cpu_name`.
 at::Tensor& unary_special(const char* kernel, bool floats_only, const char* cpu_name, at::Tensor& out,
                           const at::Tensor& a) {
+  // angle of a complex tensor: complex.comp (real output).
+  if (a.is_complex() && complex_elementwise(kernel, out, a, nullptr)) return out;
   auto iter = at::TensorIterator::unary_float_op(out, a);
   const at::ScalarType dtype = iter.common_dtype();
   if (floats_only && dtype != at::kFloat && dtype != at::kDouble) raise_not_implemented_for(cpu_name, dtype);
