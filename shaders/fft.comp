@@ -13,6 +13,11 @@
 // MODE 1 (stockham): one workgroup per transform (grid-stride over the batch), radix-2
 //   Stockham autosort in shared memory (natural order in and out, no bit reversal);
 //   n a power of two <= MAX_N.
+// MODE 2 (pointwise): no transform; y[b, k] = scale * x[b, k] * table[k] for k < n and 0 for
+//   n <= k < out_count (out_count may exceed n here: zero padding). The table is the twiddle
+//   operand (conjugated when inverse); tw_addr 0 means a table of ones. The building block of
+//   Bluestein (chirp multiplies, padding) and of the four-step twiddle multiply
+//   (src/aten/ops_fft.cpp composes them with MODE 1 passes).
 // ABI (mirrored by FftPush in src/kernels/fft.cpp); strides and offsets in scalars (floats or
 // doubles), all < 2^31. Specialization constant 0 = local_size_x.
 #extension GL_GOOGLE_include_directive : require
@@ -95,7 +100,24 @@ void store_out(int b, int k, C v) {
   if (pc.store_real == 0) STORE_T(pc.out_addr, DT, o + 1, v.y);
 }
 
-#if MODE == 0
+#if MODE == 2
+
+void main() {
+  int total = pc.batch * pc.out_count;
+  int step = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);
+  for (int q = int(gl_GlobalInvocationID.x); q < total; q += step) {
+    int b = q / pc.out_count;
+    int k = q - b * pc.out_count;
+    C v = C(0);
+    if (k < pc.n) {
+      v = load_in(b, k);
+      if (pc.tw_addr != uint64_t(0)) v = cmul(v, twiddle(k));
+    }
+    store_out(b, k, v);
+  }
+}
+
+#elif MODE == 0
 
 void main() {
   int total = pc.batch * pc.out_count;

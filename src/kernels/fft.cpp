@@ -59,7 +59,9 @@ FftTuning& fft_tuning() {
 
 int64_t fft_stockham_max_n(ComputeKind kind) { return kind == ComputeKind::Float64 ? 512 : 1024; }
 
-void fft(Stream& stream, const Fft& p) {
+namespace {
+
+void record(Stream& stream, const Fft& p, bool pointwise) {
   if (p.kind != ComputeKind::Float32 && p.kind != ComputeKind::Float64)
     invalid(kWhere, "the kind must be Float32 or Float64");
   const bool f64 = p.kind == ComputeKind::Float64;
@@ -67,15 +69,16 @@ void fft(Stream& stream, const Fft& p) {
     throw std::invalid_argument("float64 is not supported on this device (no shaderFloat64)");
   if (p.n < 0 || p.batch < 0 || p.in_count < 0 || p.out_count < 0)
     invalid(kWhere, "negative size");
-  if (p.out_count > p.n) invalid(kWhere, "out_count exceeds n");
+  if (p.out_count > p.n && !pointwise) invalid(kWhere, "out_count exceeds n");
   if (p.n == 0 || p.batch == 0 || p.out_count == 0) return;
   const int li = static_cast<int>(p.load);
   if (li < 0 || li > 2) invalid(kWhere, "invalid load mode " + std::to_string(li));
   const DType scalar = f64 ? DType::Float64 : DType::Float32;
   check_operand(kWhere, p.in, "input", f64);
   check_operand(kWhere, p.out, "output", f64);
-  check_operand(kWhere, p.twiddles, "twiddles", f64);
-  if (p.in.dtype != scalar || p.out.dtype != scalar || p.twiddles.dtype != scalar)
+  const bool has_table = !pointwise || p.twiddles.address != 0;
+  if (has_table) check_operand(kWhere, p.twiddles, "twiddles", f64);
+  if (p.in.dtype != scalar || p.out.dtype != scalar || (has_table && p.twiddles.dtype != scalar))
     invalid(kWhere, "operands must have the kind's scalar dtype");
   const bool pair_in = p.load != FftLoad::Real;
   const int64_t in_reach = p.load == FftLoad::Hermitian ? std::min(p.in_count, p.n / 2 + 1)
@@ -91,9 +94,10 @@ void fft(Stream& stream, const Fft& p) {
   S strategy = fft_tuning().strategy;
   const bool stockham_ok = is_pow2(p.n) && p.n >= 2 && p.n <= fft_stockham_max_n(p.kind);
   if (strategy == S::Auto || !stockham_ok) strategy = stockham_ok ? S::Stockham : S::Direct;
+  if (pointwise) strategy = S::Direct;  // one invocation per output, like direct
 
   const std::string name = std::string("fft.") +
-                           (strategy == S::Stockham ? "stockham" : "direct") +
+                           (pointwise ? "pointwise" : strategy == S::Stockham ? "stockham" : "direct") +
                            (f64 ? ".float64" : ".float32");
   const ShaderBinary* shader = find_shader(name);
   if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
@@ -101,7 +105,7 @@ void fft(Stream& stream, const Fft& p) {
   FftPush push{};
   push.in_addr = p.in.address;
   push.out_addr = p.out.address;
-  push.tw_addr = p.twiddles.address;
+  push.tw_addr = has_table ? p.twiddles.address : 0;
   push.n = static_cast<int32_t>(p.n);
   push.batch = static_cast<int32_t>(p.batch);
   push.in_batch_stride = static_cast<int32_t>(p.in_batch_stride);
@@ -124,5 +128,11 @@ void fft(Stream& stream, const Fft& p) {
                                                   : group_count(stream, items, wg);
   stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
 }
+
+}  // namespace
+
+void fft(Stream& stream, const Fft& p) { record(stream, p, false); }
+
+void fft_pointwise(Stream& stream, const Fft& p) { record(stream, p, true); }
 
 }  // namespace tvk::kernels

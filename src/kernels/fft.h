@@ -49,6 +49,13 @@ struct Fft {
 // out_count > n, or offsets beyond the 32-bit index range.
 void fft(Stream& stream, const Fft& problem);
 
+// A pointwise pass (no transform), the building block of Bluestein and four-step:
+//   out[b, k] = scale * x[b, k] * table[k]  for k < n,   0 for n <= k < out_count,
+// with x[b, k] loaded as FftLoad describes for length n, table = `twiddles` (n complex values,
+// conjugated when `inverse`; a null address means all ones). out_count may exceed n (zero
+// padding). Same checks as fft() otherwise.
+void fft_pointwise(Stream& stream, const Fft& problem);
+
 // Knobs for tests (defaults are the production choices). Not synchronized.
 struct FftTuning {
   enum class Strategy { Auto, Direct, Stockham };
