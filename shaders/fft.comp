@@ -64,7 +64,20 @@ layout(push_constant) uniform Push {
   int inverse;           // 64
   float scale_hi;        // 68: scale = scale_hi + scale_lo (the pair carries float64 precision)
   float scale_lo;        // 72
-} pc;                    // 76 bytes
+  int inner_batch;       // 76: transform b sits at (b / inner_batch) * *_outer_stride +
+  int in_outer_stride;   // 80:   (b % inner_batch) * *_batch_stride (two-level batch: the
+  int out_outer_stride;  // 84:   strided rows of a four-step pass, without a copy)
+} pc;                    // 88 bytes
+
+int in_base(int b) {
+  int o = b / pc.inner_batch;
+  return o * pc.in_outer_stride + (b - o * pc.inner_batch) * pc.in_batch_stride;
+}
+
+int out_base(int b) {
+  int o = b / pc.inner_batch;
+  return o * pc.out_outer_stride + (b - o * pc.inner_batch) * pc.out_batch_stride;
+}
 
 C cmul(C a, C b) { return C(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
 
@@ -74,8 +87,8 @@ C twiddle(int m) {
   return w;
 }
 
-C load_in(int b, int j) {
-  int base = b * pc.in_batch_stride;
+// x[b, j] of the transform whose input starts at `base` (= in_base(b)).
+C load_in(int base, int j) {
   if (pc.load_mode == 1) {
     if (j >= pc.in_count) return C(0);
     return C(LOAD_T(pc.in_addr, DT, base + j * pc.in_stride), 0);
@@ -89,13 +102,14 @@ C load_in(int b, int j) {
   return v;
 }
 
-void store_out(int b, int k, C v) {
+// Stores output k of the transform whose output starts at `base` (= out_base(b)).
+void store_out(int base, int k, C v) {
 #if KIND == KIND_FLOAT64
   v *= double(pc.scale_hi) + double(pc.scale_lo);
 #else
   v *= pc.scale_hi;
 #endif
-  int o = b * pc.out_batch_stride + k * pc.out_stride;
+  int o = base + k * pc.out_stride;
   STORE_T(pc.out_addr, DT, o, v.x);
   if (pc.store_real == 0) STORE_T(pc.out_addr, DT, o + 1, v.y);
 }
@@ -110,10 +124,10 @@ void main() {
     int k = q - b * pc.out_count;
     C v = C(0);
     if (k < pc.n) {
-      v = load_in(b, k);
+      v = load_in(in_base(b), k);
       if (pc.tw_addr != uint64_t(0)) v = cmul(v, twiddle(k));
     }
-    store_out(b, k, v);
+    store_out(out_base(b), k, v);
   }
 }
 
@@ -125,14 +139,15 @@ void main() {
   for (int q = int(gl_GlobalInvocationID.x); q < total; q += step) {
     int b = q / pc.out_count;
     int k = q - b * pc.out_count;
+    int base = in_base(b);
     C acc = C(0);
     int m = 0;  // (j * k) mod n, kept exact
     for (int j = 0; j < pc.n; ++j) {
-      acc += cmul(load_in(b, j), twiddle(m));
+      acc += cmul(load_in(base, j), twiddle(m));
       m += k;
       if (m >= pc.n) m -= pc.n;
     }
-    store_out(b, k, acc);
+    store_out(out_base(b), k, acc);
   }
 }
 
@@ -158,7 +173,8 @@ void main() {
   int wg = int(gl_WorkGroupSize.x);
   int half_n = pc.n / 2;
   for (int b = int(gl_WorkGroupID.x); b < pc.batch; b += int(gl_NumWorkGroups.x)) {
-    for (int j = lid; j < pc.n; j += wg) buf0[j] = load_in(b, j);
+    int ib = in_base(b), ob = out_base(b);
+    for (int j = lid; j < pc.n; j += wg) buf0[j] = load_in(ib, j);
     barrier();
     bool in0 = true;
     for (int ns = 1; ns < pc.n; ns *= 2) {
@@ -170,7 +186,7 @@ void main() {
       barrier();
       in0 = !in0;
     }
-    for (int k = lid; k < pc.out_count; k += wg) store_out(b, k, in0 ? buf0[k] : buf1[k]);
+    for (int k = lid; k < pc.out_count; k += wg) store_out(ob, k, in0 ? buf0[k] : buf1[k]);
     barrier();
   }
 }

@@ -177,29 +177,74 @@ at::Tensor record_pass(const at::Tensor& in2, int64_t n, kernels::FftLoad load, 
   return out;
 }
 
+// A kernel problem over the complex rows of `in` (contiguous, [..] complex) into `out`,
+// strides in complex elements (the caller fills the two-level batch layout).
+kernels::Fft strided_problem(const at::Tensor& in, const at::Tensor& out, int64_t n,
+                             bool store_real, bool inverse, double scale) {
+  const at::ScalarType real_type = c10::toRealValueType(in.scalar_type());
+  kernels::Fft p;
+  p.kind = real_type == at::kDouble ? kernels::ComputeKind::Float64 : kernels::ComputeKind::Float32;
+  p.in = operand(raw_real_view(in), "fft");
+  p.out = operand(store_real ? out : raw_real_view(out), "fft");
+  p.twiddles = operand(twiddles(n, real_type, in.device().index()), "fft");
+  p.n = n;
+  p.in_count = n;
+  p.out_count = n;
+  p.load = kernels::FftLoad::Complex;
+  p.store_real = store_real;
+  p.inverse = inverse;
+  p.scale = scale;
+  return p;
+}
+
 // Four-step for a power of two n too long for one workgroup: n = n1 * n2, j = n2 j1 + j2,
-// k = k1 + n1 k2. Transforms of length n1 along j1, a twiddle multiply exp(-2 pi i j2 k1 / n),
-// transforms of length n2 along j2, and a transpose. x: complex [batch, n], contiguous.
+// k = k1 + n1 k2. Transforms of length n1 along j1 (strided rows read in place, written as
+// rows [b, j2, k1]), a twiddle multiply exp(-2 pi i j2 k1 / n), and transforms of length n2
+// along j2 written straight to X[b, k1 + n1 k2] (strided stores): three dispatches, no copy.
+// x: complex [batch, n], contiguous.
 at::Tensor four_step(const at::Tensor& x, int64_t n, bool store_real, bool inverse,
                      int64_t out_count, double scale) {
   const at::ScalarType real_type = c10::toRealValueType(x.scalar_type());
+  const auto kind = real_type == at::kDouble ? kernels::ComputeKind::Float64
+                                             : kernels::ComputeKind::Float32;
   const c10::DeviceIndex device = x.device().index();
   const int64_t batch = x.size(0);
-  const int64_t n2 = std::min<int64_t>(kernels::fft_stockham_max_n(
-                                           real_type == at::kDouble ? kernels::ComputeKind::Float64
-                                                                    : kernels::ComputeKind::Float32),
-                                       n / 2);
+  const int64_t max_n = kernels::fft_stockham_max_n(kind);
+  const int64_t n2 = std::min<int64_t>(max_n, n / 2);
   const int64_t n1 = n / n2;
-  // Rows (b, j2) of length n1: a strided gather into contiguous rows.
-  const at::Tensor cols = x.view({batch, n1, n2}).transpose(1, 2).reshape({batch * n2, n1});
-  at::Tensor y = transform_rows(cols, n1, kernels::FftLoad::Complex, false, inverse, n1, 1.0);
-  y = record_pass(y.view({batch, n}), n, kernels::FftLoad::Complex, false, inverse, n, 1.0,
+  at::Tensor y;
+  if (n1 <= max_n) {
+    y = at::empty({batch, n}, x.options());
+    kernels::Fft p = strided_problem(x, y, n1, false, inverse, 1.0);
+    p.batch = batch * n2;
+    p.inner_batch = n2;  // row (b, j2): x[b * n + j2 + n2 j1]
+    p.in_outer_stride = 2 * n;
+    p.in_batch_stride = 2;
+    p.in_stride = 2 * n2;
+    p.out_outer_stride = 2 * n;  // written contiguous: y[b, j2, k1]
+    p.out_batch_stride = 2 * n1;
+    p.out_stride = 2;
+    translate_errors([&] { kernels::fft(current_stream(device), p); });
+  } else {  // n past max_n^2: gather the rows and recurse
+    const at::Tensor cols = x.view({batch, n1, n2}).transpose(1, 2).reshape({batch * n2, n1});
+    y = transform_rows(cols, n1, kernels::FftLoad::Complex, false, inverse, n1, 1.0).view({batch, n});
+  }
+  y = record_pass(y, n, kernels::FftLoad::Complex, false, inverse, n, 1.0,
                   four_step_twiddles(n1, n2, real_type, device), true);
-  // y is [b, j2, k1]; rows (b, k1) of length n2.
-  const at::Tensor rows = y.view({batch, n2, n1}).transpose(1, 2).reshape({batch * n1, n2});
-  at::Tensor z = transform_rows(rows, n2, kernels::FftLoad::Complex, store_real, inverse, n2, scale);
-  // z is [b, k1, k2]; X[k1 + n1 k2] is its transpose.
-  z = z.view({batch, n1, n2}).transpose(1, 2).reshape({batch, n});
+  // Rows (b, k1) of length n2: y[b * n + k1 + n1 j2], stored to X[b, k1 + n1 k2].
+  const at::ScalarType out_type = store_real ? real_type : x.scalar_type();
+  at::Tensor z = at::empty({batch, n}, x.options().dtype(out_type));
+  const int64_t unit = store_real ? 1 : 2;
+  kernels::Fft p = strided_problem(y, z, n2, store_real, inverse, scale);
+  p.batch = batch * n1;
+  p.inner_batch = n1;
+  p.in_outer_stride = 2 * n;
+  p.in_batch_stride = 2;
+  p.in_stride = 2 * n1;
+  p.out_outer_stride = unit * n;
+  p.out_batch_stride = unit;
+  p.out_stride = unit * n1;
+  translate_errors([&] { kernels::fft(current_stream(device), p); });
   return out_count == n ? z : z.narrow(1, 0, out_count).contiguous();
 }
 

@@ -38,6 +38,11 @@ struct Fft {
   int64_t batch = 0;
   int64_t in_batch_stride = 0, in_stride = 0, in_count = 0;
   int64_t out_batch_stride = 0, out_stride = 0, out_count = 0;  // out_count <= n
+  // Two-level batch: transform b starts at (b / inner_batch) * in_outer_stride +
+  // (b % inner_batch) * in_batch_stride (likewise out). 0 = one level (inner_batch = batch).
+  // batch must be a multiple of inner_batch. Lets four-step passes read and write the
+  // strided rows of an [outer, n1, n2] view directly.
+  int64_t inner_batch = 0, in_outer_stride = 0, out_outer_stride = 0;
   FftLoad load = FftLoad::Complex;
   bool store_real = false;  // store only the real part of each output (c2r)
   bool inverse = false;
