@@ -10,8 +10,8 @@
 // Twiddles come from a table w[m] = exp(-2 pi i m / n), m < n (computed in float64 on the host,
 // rounded once), indexed by the exact integer (j * k) mod n: no accumulated angle error.
 // MODE 0 (direct): one invocation per output, grid-stride over batch * out_count. Any n.
-// MODE 1 (stockham): one workgroup per transform (grid-stride over the batch), radix-2
-//   Stockham autosort in shared memory (natural order in and out, no bit reversal);
+// MODE 1 (stockham): one workgroup per transform (grid-stride over the batch), radix-4
+//   (plus one radix-2 stage for odd log2 n) Stockham autosort in shared memory (natural order in and out, no bit reversal);
 //   n a power of two <= MAX_N.
 // MODE 2 (pointwise): no transform; y[b, k] = scale * x[b, k] * table[k] for k < n and 0 for
 //   n <= k < out_count (out_count may exceed n here: zero padding). The table is the twiddle
@@ -156,9 +156,15 @@ void main() {
 shared C buf0[MAX_N];
 shared C buf1[MAX_N];
 
-// One radix-2 Stockham stage from `src` to `dst`: sub-transforms of length ns are merged
-// into length 2 ns. Butterfly j takes src[j] and src[j + n/2], writes dst[d], dst[d + ns].
-#define STOCKHAM_STAGE(src, dst)                                   \
+// Multiplies by -i (forward) or +i (inverse): the radix-4 butterfly's inner twiddle.
+C rotate_quarter(C a) { return pc.inverse != 0 ? C(-a.y, a.x) : C(a.y, -a.x); }
+
+// Stockham stages from `src` to `dst` merge sub-transforms of length ns into length r ns
+// (r = 2 or 4): butterfly j < n / r takes src[j + q n / r] (q < r), twiddled by
+// w^(q k) with w = exp(-2 pi i / (r ns)), k = j mod ns (table index q k n / (r ns)), and
+// writes the r-point DFT to dst[r (j - k) + k + p ns]. Radix 4 halves the stages (and the
+// barriers between them); a final radix-2 stage covers odd log2(n).
+#define STOCKHAM_RADIX2(src, dst)                                  \
   for (int j = lid; j < half_n; j += wg) {                         \
     int k = j & (ns - 1);                                          \
     C a0 = src[j];                                                 \
@@ -168,20 +174,47 @@ shared C buf1[MAX_N];
     dst[d + ns] = a0 - a1;                                         \
   }
 
+#define STOCKHAM_RADIX4(src, dst)                                  \
+  for (int j = lid; j < quarter_n; j += wg) {                      \
+    int k = j & (ns - 1);                                          \
+    int step = k * (pc.n / (4 * ns));                              \
+    C a0 = src[j];                                                 \
+    C a1 = cmul(src[j + quarter_n], twiddle(step));                \
+    C a2 = cmul(src[j + 2 * quarter_n], twiddle(2 * step));        \
+    C a3 = cmul(src[j + 3 * quarter_n], twiddle(3 * step));        \
+    C s02 = a0 + a2, d02 = a0 - a2;                                \
+    C s13 = a1 + a3, d13 = rotate_quarter(a1 - a3);                \
+    int d = 4 * (j - k) + k;                                       \
+    dst[d] = s02 + s13;                                            \
+    dst[d + ns] = d02 + d13;                                       \
+    dst[d + 2 * ns] = s02 - s13;                                   \
+    dst[d + 3 * ns] = d02 - d13;                                   \
+  }
+
 void main() {
   int lid = int(gl_LocalInvocationID.x);
   int wg = int(gl_WorkGroupSize.x);
-  int half_n = pc.n / 2;
+  int half_n = pc.n / 2, quarter_n = pc.n / 4;
   for (int b = int(gl_WorkGroupID.x); b < pc.batch; b += int(gl_NumWorkGroups.x)) {
     int ib = in_base(b), ob = out_base(b);
     for (int j = lid; j < pc.n; j += wg) buf0[j] = load_in(ib, j);
     barrier();
     bool in0 = true;
-    for (int ns = 1; ns < pc.n; ns *= 2) {
+    int ns = 1;
+    for (; 4 * ns <= pc.n; ns *= 4) {
       if (in0) {
-        STOCKHAM_STAGE(buf0, buf1)
+        STOCKHAM_RADIX4(buf0, buf1)
       } else {
-        STOCKHAM_STAGE(buf1, buf0)
+        STOCKHAM_RADIX4(buf1, buf0)
+      }
+      barrier();
+      in0 = !in0;
+    }
+    if (ns < pc.n) {  // log2(n) odd: one radix-2 stage (ns == n / 2)
+      if (in0) {
+        STOCKHAM_RADIX2(buf0, buf1)
+      } else {
+        STOCKHAM_RADIX2(buf1, buf0)
       }
       barrier();
       in0 = !in0;

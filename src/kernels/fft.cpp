@@ -2,7 +2,7 @@
 //
 // Strategies:
 //   Stockham  power-of-two 16 <= n <= MAX_N (1024 float32, 512 float64): one workgroup per
-//             transform, log2(n) radix-2 stages in shared memory, O(n log n).
+//             transform, ceil(log4(n)) radix-4 / radix-2 stages in shared memory, O(n log n).
 //   Direct    every other n: one invocation per output element, an O(n) sum with exact
 //             integer twiddle indices (accurate for any n; O(n^2) work per transform).
 //             src/aten/ops_fft.cpp keeps it to short lengths and composes longer ones

@@ -49,7 +49,7 @@ def test_1d_all_functions_norms(dtype, norm):
 
 
 @pytest.mark.parametrize("dtype", REAL, ids=str)
-@pytest.mark.parametrize("n", [1, 2, 3, 8, 12, 64, 100, 1024, 2048, 1536])
+@pytest.mark.parametrize("n", [1, 2, 3, 8, 12, 16, 32, 64, 100, 128, 512, 1024, 2048, 1536])
 def test_lengths(dtype, n):
     """Powers of two run the shared-memory Stockham kernel (<= 1024 float32 / 512 float64),
     longer ones four-step, other lengths the direct kernel (< 128) or Bluestein."""
