@@ -38,6 +38,11 @@ struct Fft {
   int64_t batch = 0;
   int64_t in_batch_stride = 0, in_stride = 0, in_count = 0;
   int64_t out_batch_stride = 0, out_stride = 0, out_count = 0;  // out_count <= n
+  // Two-level batch: transform b starts at (b / inner_batch) * in_outer_stride +
+  // (b % inner_batch) * in_batch_stride (likewise out). 0 = one level (inner_batch = batch).
+  // batch must be a multiple of inner_batch. Lets four-step passes read and write the
+  // strided rows of an [outer, n1, n2] view directly.
+  int64_t inner_batch = 0, in_outer_stride = 0, out_outer_stride = 0;
   FftLoad load = FftLoad::Complex;
   bool store_real = false;  // store only the real part of each output (c2r)
   bool inverse = false;
@@ -48,6 +53,13 @@ struct Fft {
 // Throws std::invalid_argument for bad kinds / dtypes / addresses, negative sizes,
 // out_count > n, or offsets beyond the 32-bit index range.
 void fft(Stream& stream, const Fft& problem);
+
+// A pointwise pass (no transform), the building block of Bluestein and four-step:
+//   out[b, k] = scale * x[b, k] * table[k]  for k < n,   0 for n <= k < out_count,
+// with x[b, k] loaded as FftLoad describes for length n, table = `twiddles` (n complex values,
+// conjugated when `inverse`; a null address means all ones). out_count may exceed n (zero
+// padding). Same checks as fft() otherwise.
+void fft_pointwise(Stream& stream, const Fft& problem);
 
 // Knobs for tests (defaults are the production choices). Not synchronized.
 struct FftTuning {

@@ -1,7 +1,8 @@
 """torch.fft on vk against PyTorch's CPU (pocketfft): the native _fft_c2c / _fft_r2c / _fft_c2r
 primitives reached through every torch.fft function, float32 / float64 and complex inputs,
 all norm modes, n padding / trimming, dims, non-contiguous inputs, empty and size-1 signals,
-power-of-two (Stockham) and other (direct) lengths, and autograd."""
+power-of-two (Stockham) and other (direct) lengths, long powers of two (four-step) and long
+other lengths (Bluestein), and autograd."""
 import math
 
 import pytest
@@ -48,10 +49,10 @@ def test_1d_all_functions_norms(dtype, norm):
 
 
 @pytest.mark.parametrize("dtype", REAL, ids=str)
-@pytest.mark.parametrize("n", [1, 2, 3, 8, 12, 64, 100, 1024, 2048, 1536])
+@pytest.mark.parametrize("n", [1, 2, 3, 8, 12, 16, 32, 64, 100, 128, 512, 1024, 2048, 1536])
 def test_lengths(dtype, n):
     """Powers of two run the shared-memory Stockham kernel (<= 1024 float32 / 512 float64),
-    others and larger ones the direct kernel."""
+    longer ones four-step, other lengths the direct kernel (< 128) or Bluestein."""
     x = make((2, n), dtype)
     z = cplx((2, n), dtype)
     t = tol(dtype, n)
@@ -59,6 +60,54 @@ def test_lengths(dtype, n):
     check(torch.fft.ifft, z, **t)
     check(torch.fft.rfft, x, **t)
     check(lambda a: torch.fft.irfft(a, n=n), z, **t)
+
+
+@pytest.mark.parametrize("dtype", REAL, ids=str)
+def rel_err(got, ref):
+    return ((got.cpu() - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
+
+
+def rel_bound(dtype, n):
+    """Relative error (max |err| / max |ref|) an O(n log n) FFT keeps: ~eps * log2 n."""
+    eps = 1e-6 if dtype == torch.float32 else 2e-15
+    return eps * max(1.0, math.log2(n))
+
+
+LONG = [(torch.float32, 400), (torch.float32, 1000), (torch.float32, 4099), (torch.float32, 4096),
+        (torch.float32, 1 << 16), (torch.float64, 1000), (torch.float64, 4099), (torch.float64, 1024),
+        (torch.float64, 1 << 16), (torch.float32, 129)]
+
+
+@pytest.mark.parametrize("dtype,n", LONG, ids=lambda v: str(v))
+def test_long_and_awkward_lengths(dtype, n):
+    """Four-step (powers of two past one workgroup) and Bluestein (other n >= 128) against
+    pocketfft, relative to the largest output magnitude, every load / store mode."""
+    rows = 2 if n >= 1 << 16 else 3
+    x = make((rows, n), dtype, seed=3)
+    z = cplx((rows, n), dtype, seed=4)
+    zv, xv = z.to("vk"), x.to("vk")
+    bound = rel_bound(dtype, n)
+    for fn, a, av in ((torch.fft.fft, z, zv), (torch.fft.ifft, z, zv), (torch.fft.rfft, x, xv),
+                      (lambda t: torch.fft.irfft(t, n=n), z[:, : n // 2 + 1], zv[:, : n // 2 + 1]),
+                      (lambda t: torch.fft.fft(t, norm="ortho"), x, xv)):
+        assert rel_err(fn(av), fn(a)) < bound
+
+
+@pytest.mark.parametrize("dtype", REAL, ids=str)
+def test_long_lengths_strided_padded_and_multidim(dtype):
+    z = cplx((300, 3), dtype, seed=5)
+    zv = z.to("vk")
+    bound = rel_bound(dtype, 4096)
+    for fn in (lambda t: torch.fft.fft(t, dim=0),                 # strided rows, Bluestein
+               lambda t: torch.fft.fft(t, n=2048, dim=0),         # zero padded, four-step
+               lambda t: torch.fft.ifft(t, n=200, dim=0),         # trimmed, Bluestein
+               lambda t: torch.fft.rfft(t.real, n=1500, dim=0),
+               lambda t: torch.fft.hfft(t, n=1500, dim=0),
+               lambda t: torch.fft.fft2(t, s=(2048, 3)),
+               lambda t: torch.fft.ifft(t.conj().t())):
+        assert rel_err(fn(zv), fn(z)) < bound
+    # An empty batch at a Bluestein length.
+    assert torch.fft.fft(cplx((0, 300), dtype).to("vk")).shape == (0, 300)
 
 
 @pytest.mark.parametrize("dtype", REAL, ids=str)
