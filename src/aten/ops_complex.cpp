@@ -120,6 +120,15 @@ at::Tensor& complex_add(at::Tensor& out, const at::Tensor& self, const at::Tenso
   return out;
 }
 
+// A real factor that scales both planes of a complex tensor's real view: a 0-dim CPU tensor (a
+// Python number) stays on the host, so the kernel takes it as a push constant (no upload, which
+// keeps such graphs capturable); anything else moves to `device` with a trailing dim of 1.
+at::Tensor plane_factor(const at::Tensor& real, at::Device device, at::ScalarType complex_type) {
+  const at::ScalarType real_type = c10::toRealValueType(complex_type);
+  if (real.device().is_cpu() && real.dim() == 0) return real.to(real_type);
+  return real.to(device, real_type).unsqueeze(-1);
+}
+
 at::Tensor& complex_mul(at::Tensor& out, const at::Tensor& self, const at::Tensor& other) {
   TORCH_CHECK(!out.defined() || out.is_complex(), "result type ", at::result_type(self, other),
               " can't be cast to the desired output type ", out.scalar_type());
@@ -132,8 +141,7 @@ at::Tensor& complex_mul(at::Tensor& out, const at::Tensor& self, const at::Tenso
     const auto shape = at::infer_size(self.sizes(), other.sizes());
     const at::Device device = complex_side.device();
     at::Tensor c = complex_side.to(device, type).resolve_conj().resolve_neg();
-    at::Tensor f = real_side->to(device, c10::toRealValueType(type));
-    at::Tensor prod = at::view_as_real(c) * f.unsqueeze(-1);
+    at::Tensor prod = at::view_as_real(c) * plane_factor(*real_side, device, type);
     at::Tensor result = at::view_as_complex(prod);
     if (!out.defined()) {
       out = result.expand(shape).contiguous();
@@ -293,8 +301,7 @@ bool complex_elementwise(const char* kernel, at::Tensor& out, const at::Tensor& 
   }
   const at::Tensor x = as_complex_on(a, device, type);
   if (k == "div" && !b->is_complex()) {  // both planes by the real divisor
-    const at::Tensor f = b->to(device, c10::toRealValueType(type));
-    assign(out, at::view_as_complex((at::view_as_real(x) / f.unsqueeze(-1)).contiguous()));
+    assign(out, at::view_as_complex((at::view_as_real(x) / plane_factor(*b, device, type)).contiguous()));
     return true;
   }
   TORCH_INTERNAL_ASSERT(compare);
