@@ -4,8 +4,9 @@ Each variant is a generated kernel (torch_vk._C._compile_kernel) whose invocatio
 loop of K reads and accumulate them; the time per (invocation, iteration) is reported beside a
 loop of FMAs (no memory access) measured in the same run. On a CPU driver such as lavapipe the
 invocations of a subgroup are the SIMD lanes of one core, so these numbers say which access
-patterns a kernel for such devices should avoid (docs/ARCHITECTURE.md, the GEMM `lanes`
-algorithm). On a GPU the numbers are dominated by launch overhead and mean little.
+patterns a kernel for such devices should avoid and which to use (docs/ARCHITECTURE.md, the
+GEMM `lanes` and `texel` algorithms; the texel rows need a device with texel buffers). On a
+GPU the numbers are dominated by launch overhead and mean little.
 
     python benchmarks/bench_loads.py [--iterations K]
 """
@@ -24,7 +25,13 @@ HEADER = """#version 460
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 layout(local_size_x_id = 0) in;
+#if TEXELS
+layout(push_constant) uniform Push { uint64_t addr[2]; int64_t first[2]; } pc;
+layout(set = 0, binding = 0, r32f) uniform readonly imageBuffer texel1;
+layout(set = 0, binding = 1, rgba32f) uniform readonly imageBuffer texel4;
+#else
 layout(push_constant) uniform Push { uint64_t addr[2]; } pc;
+#endif
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer Floats { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer Vec4s { vec4 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer Words { uint64_t v[]; };
@@ -41,6 +48,13 @@ VARIANTS = {
     "shared memory float32, index per lane": "for (int i = lane; i < 4096; i += 8) shared_floats[i] = Floats(pc.addr[1]).v[i]; barrier(); for (int k = 0; k < K; ++k) acc += shared_floats[(k * 8 + lane) & 4095];",
     "subgroup shuffle": "float r = Floats(pc.addr[1]).v[lane]; for (int k = 0; k < K; ++k) acc += subgroupShuffle(r, uint((k + lane) & 7));",
 }
+# Storage texel buffer reads (Allocator::texel_view; the GEMM's texel algorithm): `t1` / `t4`
+# are the texel indices of x in its r32f / rgba32f views.
+TEXEL_VARIANTS = {
+    "texel r32f, index per lane": "int t1 = int(pc.first[0]); for (int k = 0; k < K; ++k) acc += imageLoad(texel1, t1 + ((k * 8 + lane) & 4095)).x;",
+    "texel rgba32f (4 values), index per lane": "int t4 = int(pc.first[1]); for (int k = 0; k < K; ++k) { vec4 w = imageLoad(texel4, t4 + ((k * 8 + lane) & 1023)); acc += w.x + w.y + w.z + w.w; }",
+    "texel r32f, same index in all lanes": "int t1 = int(pc.first[0]); for (int k = 0; k < K; ++k) acc += imageLoad(texel1, t1 + (k & 4095)).x;",
+}
 
 
 def main() -> None:
@@ -55,14 +69,20 @@ def main() -> None:
           f"{args.iterations} iterations each")
     print(f"| access | ms | ns per invocation and iteration |")
     print(f"|---|---:|---:|")
-    for name, body in VARIANTS.items():
-        source = (HEADER + f"const int K = {args.iterations};\n"
+    texels = torch.vk.get_device_properties().texel_buffers
+    variants = [(name, body, False) for name, body in VARIANTS.items()]
+    if texels:
+        variants += [(name, body, True) for name, body in TEXEL_VARIANTS.items()]
+    for name, body, texel in variants:
+        source = (HEADER.replace("#if TEXELS", f"#if {int(texel)}")
+                  + f"const int K = {args.iterations};\n"
                   "void main() {\n  int lane = int(gl_LocalInvocationID.x);\n  float acc = 0.0;\n  "
                   + body + "\n  Floats(pc.addr[0]).v[gl_GlobalInvocationID.x] = acc;\n}\n")
         kernel = native._compile_kernel(source, "bench_loads")
+        texel_args = [(x, "r32f"), (x, "rgba32f")] if texel else None
 
         def launch() -> None:
-            native._launch_kernel(kernel, [out, x], [], [], args.groups, 8)
+            native._launch_kernel(kernel, [out, x], [], [], args.groups, 8, texel_args)
 
         launch()
         torch.vk.synchronize()

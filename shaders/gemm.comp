@@ -6,6 +6,8 @@
 //               its operands straight from memory (no shared memory, no barriers).
 //   GEMM_LANES  1: "lanes", for devices whose invocations are the SIMD lanes of a CPU (see
 //               the section below); needs subgroup broadcast. Overrides GEMM_TILED.
+//   GEMM_TEXEL  1: "texel", the direct algorithm reading float32 A and B through storage
+//               texel buffers (the texel section below; KIND_FLOAT32 only). Overrides both.
 //   KIND        the accumulator kind (common.glsl): KIND_FLOAT32 for float16 / bfloat16 /
 //               float32 operands, KIND_INT32 (wrapping 32-bit math: exact modulo 2^32, so
 //               narrower integer outputs wrap exactly like PyTorch's), KIND_INT64, KIND_FLOAT64.
@@ -41,6 +43,12 @@
 //                     4 groups along n (as for A)
 //     12 UNIT         bit set: that stride is 1 (folds the multiply): 1 a_cs, 2 a_rs, 4 b_rs,
 //                     8 b_cs, 16 c_cs, 32 c_rs (direct only; the tiled launcher passes 0)
+//   Texel (GEMM_TEXEL): the first 16 bytes hold int32 texel indices instead of the addresses
+//   of A and B: a_texel, b_texel, c_texel, bias_texel, the float32 element (0, 0) of batch 0
+//   of each operand in its segment's views (set 0: 0 A as rgba32f, 1 A as r32f, 2 B rgba32f,
+//   3 B r32f, 4 C r32f, 5 bias r32f). C and bias keep their addresses for the buffer-reference
+//   store / load when their dtype is not float32. The launcher checks that every element
+//   read or written lies inside its view, so the 32-bit indices cannot overflow.
 //   GEMM_EPILOGUE  1 (only in sources built at run time, src/kernels/gemm.cpp): C is not stored;
 //               every output element goes to `gemm_epilogue`, a function the run-time source
 //               appends (torch.compile's GEMM + element-wise fusion). Its argument block address
@@ -76,6 +84,9 @@
 #ifndef GEMM_LANES
 #define GEMM_LANES 0
 #endif
+#ifndef GEMM_TEXEL
+#define GEMM_TEXEL 0
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const int DT_A = DT_FLOAT32;
@@ -96,8 +107,15 @@ const int BN = WN * TN;
 const int WG = WM * WN;
 
 layout(push_constant) uniform Push {
+#if GEMM_TEXEL
+  int a_texel;          //   0
+  int b_texel;          //   4
+  int c_texel;          //   8
+  int bias_texel;       //  12
+#else
   uint64_t a;           //   0
   uint64_t b;           //   8
+#endif
   uint64_t c;           //  16
   uint64_t bias;        //  24
   int64_t a_bs;         //  32 batch strides (elements)
@@ -154,6 +172,15 @@ uint64_t batch_base(uint64_t base, int bt, int64_t stride, int lg) {
 
 T load_a(uint64_t base, int off) { return LOAD_T(tvk_elem_addr(base, off, log2_size(DT_A)), DT_A, 0); }
 T load_b(uint64_t base, int off) { return LOAD_T(tvk_elem_addr(base, off, log2_size(DT_B)), DT_B, 0); }
+
+#if GEMM_TEXEL
+layout(set = 0, binding = 0, rgba32f) uniform readonly imageBuffer texel_a4;
+layout(set = 0, binding = 1, r32f) uniform readonly imageBuffer texel_a1;
+layout(set = 0, binding = 2, rgba32f) uniform readonly imageBuffer texel_b4;
+layout(set = 0, binding = 3, r32f) uniform readonly imageBuffer texel_b1;
+layout(set = 0, binding = 4, r32f) uniform writeonly imageBuffer texel_c;
+layout(set = 0, binding = 5, r32f) uniform readonly imageBuffer texel_bias;
+#endif
 
 #if KIND == KIND_FLOAT32
 // ---- vector loads of float32 / float16 / bfloat16 operands (the float32 compute kind)
@@ -218,20 +245,142 @@ void store_block(int bt, int row0, int col0, int tm, int tn) {
       if (n >= pc.N) continue;
       T v = pc.alpha * g_acc[i * TN + j];
       if (DT_BIAS >= 0) {
-        T r = LOAD_T(tvk_elem_addr(bias_base, m * pc.bias_rs + n * pc.bias_cs,
+        T r;
+#if GEMM_TEXEL
+        if (DT_BIAS == DT_FLOAT32)
+          r = imageLoad(texel_bias, pc.bias_texel + bt * int(pc.bias_bs) + m * pc.bias_rs +
+                                        n * pc.bias_cs).x;
+        else
+#endif
+          r = LOAD_T(tvk_elem_addr(bias_base, m * pc.bias_rs + n * pc.bias_cs,
                                    log2_size(DT_BIAS)), DT_BIAS, 0);
         v += pc.beta * r;
       }
 #if GEMM_EPILOGUE
       gemm_epilogue(packUint2x32(uvec2(pc.alpha_pad, pc.beta_pad)), bt, m, n, v);
 #else
+#if GEMM_TEXEL
+      if (DT_C == DT_FLOAT32) {
+        imageStore(texel_c, pc.c_texel + bt * int(pc.c_bs) + m * c_rs() + n * c_cs(), vec4(v));
+        continue;
+      }
+#endif
       STORE_T(tvk_elem_addr(c_base, m * c_rs() + n * c_cs(), lc), DT_C, 0, v);
 #endif
     }
   }
 }
 
-#if GEMM_LANES
+#if GEMM_TEXEL
+// ---------------------------------------------------------------- texel (CPU-class devices)
+// The direct algorithm (register blocks straight from memory) with float32 A and B read
+// through storage texel buffers. On lavapipe (Mesa 22.3, 8 lanes of 32 bits) a texel load is
+// a short gather of the 8 lanes, while every buffer-reference load is a loop over them:
+// benchmarks/bench_loads.py measures, per lane and iteration of a loop, ~0.6 ns with an r32f
+// load and ~1.1 ns with an rgba32f load (4 values) against ~5 ns with one buffer-reference
+// float and ~20 ns with a vec4 (the loop with an FMA alone: ~0.5 ns). So this is the CPU
+// devices' GEMM for float32 operands.
+// A_LOAD: 0 scalar (r32f, any strides), 2 vec4 along k (a_cs == 1), 3 vec4 along m (a_rs ==
+// 1); B_LOAD: 0 scalar, 2 vec4 along n (b_cs == 1), 3 vec4 along k (b_rs == 1). Vector modes
+// need every vector 4-aligned in the view (the launcher checks base, strides and sizes), and
+// vector along k needs K % 4 == 0. An invocation owns groups of 4 adjacent rows / columns in
+// the vector-along-m / n modes, the groups strided by WM / WN (as in the direct algorithm).
+// k runs in steps of 4; a K % 4 tail (only without vector-along-k modes) runs one k at a time.
+// Rows / columns past the end are clamped (loaded, never stored).
+const bool VEC_A_K = A_LOAD == 2, VEC_A_M = A_LOAD == 3;
+const bool VEC_B_N = B_LOAD == 2, VEC_B_K = B_LOAD == 3;
+
+int row_of(int tm, int i) { return VEC_A_M ? (tm + (i / 4) * WM) * 4 + (i % 4) : tm + i * WM; }
+int col_of(int tn, int j) { return VEC_B_N ? (tn + (j / 4) * WN) * 4 + (j % 4) : tn + j * WN; }
+
+// g_acc += A[rows, k .. k + 3] @ B[k .. k + 3, columns]; a_off / b_off: texel index of each
+// row of A at k = 0 / each column of B at k = 0.
+void texel_step4(int k, int a_off[TM], int b_off[TN]) {
+  float av[TM][4], bv[4][TN];
+  if (VEC_A_K) {
+    [[unroll]] for (int i = 0; i < TM; ++i) {
+      vec4 v = imageLoad(texel_a4, (a_off[i] + k) >> 2);
+      [[unroll]] for (int q = 0; q < 4; ++q) av[i][q] = v[q];
+    }
+  } else if (VEC_A_M) {
+    [[unroll]] for (int i = 0; i < TM; i += 4)
+      [[unroll]] for (int q = 0; q < 4; ++q) {
+        vec4 v = imageLoad(texel_a4, (a_off[i] + (k + q) * pc.a_cs) >> 2);
+        [[unroll]] for (int c = 0; c < 4; ++c) av[i + c][q] = v[c];
+      }
+  } else {
+    [[unroll]] for (int i = 0; i < TM; ++i)
+      [[unroll]] for (int q = 0; q < 4; ++q)
+        av[i][q] = imageLoad(texel_a1, a_off[i] + (k + q) * pc.a_cs).x;
+  }
+  if (VEC_B_K) {
+    [[unroll]] for (int j = 0; j < TN; ++j) {
+      vec4 v = imageLoad(texel_b4, (b_off[j] + k) >> 2);
+      [[unroll]] for (int q = 0; q < 4; ++q) bv[q][j] = v[q];
+    }
+  } else if (VEC_B_N) {
+    [[unroll]] for (int q = 0; q < 4; ++q)
+      [[unroll]] for (int j = 0; j < TN; j += 4) {
+        vec4 v = imageLoad(texel_b4, (b_off[j] + (k + q) * pc.b_rs) >> 2);
+        [[unroll]] for (int c = 0; c < 4; ++c) bv[q][j + c] = v[c];
+      }
+  } else {
+    [[unroll]] for (int q = 0; q < 4; ++q)
+      [[unroll]] for (int j = 0; j < TN; ++j)
+        bv[q][j] = imageLoad(texel_b1, b_off[j] + (k + q) * pc.b_rs).x;
+  }
+  [[unroll]] for (int q = 0; q < 4; ++q)
+    [[unroll]] for (int i = 0; i < TM; ++i)
+      [[unroll]] for (int j = 0; j < TN; ++j) g_acc[i * TN + j] += av[i][q] * bv[q][j];
+}
+
+// g_acc += A[rows, k] @ B[k, columns] (the K % 4 tail: no vector-along-k mode here).
+void texel_step1(int k, int a_off[TM], int b_off[TN]) {
+  float av[TM], bv[TN];
+  if (VEC_A_M) {
+    [[unroll]] for (int i = 0; i < TM; i += 4) {
+      vec4 v = imageLoad(texel_a4, (a_off[i] + k * pc.a_cs) >> 2);
+      [[unroll]] for (int c = 0; c < 4; ++c) av[i + c] = v[c];
+    }
+  } else {
+    [[unroll]] for (int i = 0; i < TM; ++i) av[i] = imageLoad(texel_a1, a_off[i] + k * pc.a_cs).x;
+  }
+  if (VEC_B_N) {
+    [[unroll]] for (int j = 0; j < TN; j += 4) {
+      vec4 v = imageLoad(texel_b4, (b_off[j] + k * pc.b_rs) >> 2);
+      [[unroll]] for (int c = 0; c < 4; ++c) bv[j + c] = v[c];
+    }
+  } else {
+    [[unroll]] for (int j = 0; j < TN; ++j) bv[j] = imageLoad(texel_b1, b_off[j] + k * pc.b_rs).x;
+  }
+  [[unroll]] for (int i = 0; i < TM; ++i)
+    [[unroll]] for (int j = 0; j < TN; ++j) g_acc[i * TN + j] += av[i] * bv[j];
+}
+
+void tile(int bt, int ty, int tx) {
+  uint lid = gl_LocalInvocationID.x;
+  int tn = int(lid % uint(WN)), tm = int(lid / uint(WN));
+  int row0 = ty * BM, col0 = tx * BN;
+  const int a0 = pc.a_texel + bt * int(pc.a_bs), b0 = pc.b_texel + bt * int(pc.b_bs);
+  int a_off[TM], b_off[TN];
+  [[unroll]] for (int i = 0; i < TM; ++i) {
+    int m = row0 + row_of(tm, i);
+    if (VEC_A_M) m = min(m - (i % 4), pc.M - 4) + (i % 4);
+    a_off[i] = a0 + min(m, pc.M - 1) * pc.a_rs;
+  }
+  [[unroll]] for (int j = 0; j < TN; ++j) {
+    int n = col0 + col_of(tn, j);
+    if (VEC_B_N) n = min(n - (j % 4), pc.N - 4) + (j % 4);
+    b_off[j] = b0 + min(n, pc.N - 1) * pc.b_cs;
+  }
+  [[unroll]] for (int i = 0; i < TM * TN; ++i) g_acc[i] = 0.0;
+  int k = 0;
+  for (; k + 4 <= pc.K; k += 4) texel_step4(k, a_off, b_off);
+  for (; k < pc.K; ++k) texel_step1(k, a_off, b_off);
+  store_block(bt, row0, col0, tm, tn);
+}
+
+#elif GEMM_LANES
 // ---------------------------------------------------------------- lanes (CPU-class devices)
 // On a CPU driver (lavapipe) the invocations of a subgroup are the SIMD lanes of one core: an
 // FMA is one vector instruction for all lanes, while every buffer load is a loop over the

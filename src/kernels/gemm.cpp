@@ -27,6 +27,13 @@
 //                lavapipe, Mesa 22.3, 512^3 fp32: ~5-6 GFLOP/s against ~2 for cpu-large. Its
 //                pipelines take ~8 s to compile there (once per machine: Mesa's disk cache),
 //                hence the size threshold)
+//   cpu-texel    texel  8x8,    1x8 invocations         ->   8 x  64 (CPU devices with texel
+//                buffers, float32 A and B, n > 1: the direct algorithm reading A and B through
+//                storage texel buffers, a few vector instructions per load on lavapipe instead
+//                of a loop over the lanes. 512^3 on lavapipe (Mesa 22.3, AVX-512 host): ~20
+//                GFLOP/s, with ~0.02 s to compile a pipeline; problems whose operands are not
+//                in allocator segments (split-K's ones vector) or reach past a view use the
+//                configurations above)
 //   skinny       direct 1x1,   64x1 invocations         (n == 1: gemv, dot, split-K combine)
 // GemmTuning::algo Tiled / Direct force the GPU profile's algorithm on any device, Lanes the
 // cpu-lanes configuration wherever the device supports it (tests).
@@ -77,6 +84,7 @@ struct Config {
   bool tiled = false;
   uint32_t tm = 1, tn = 1, wm = 64, wn = 1, bk = 16;
   bool lanes = false;  // the lanes algorithm (wm == 1, wn == the subgroup size)
+  bool texel = false;  // the texel algorithm (operands through storage texel buffers)
   uint32_t bm() const { return tm * wm; }
   uint32_t bn() const { return tn * wn; }
   uint32_t workgroup() const { return wm * wn; }
@@ -91,6 +99,7 @@ constexpr Config kCpuMid{false, 8, 8, 8, 8, 16};
 constexpr Config kCpuSmall{false, 4, 4, 8, 8, 16};
 constexpr Config kSkinny{false, 1, 1, 64, 1, 16};
 constexpr Config kCpuLanes{false, 32, 16, 1, 0, 16, true};  // wn: the device's subgroup size
+constexpr Config kCpuTexel{false, 8, 8, 1, 8, 16, false, true};
 
 const char* kind_name(ComputeKind kind) {
   switch (kind) {
@@ -185,15 +194,28 @@ bool lanes_supported(const DeviceCapabilities& caps, ComputeKind kind) {
          caps.subgroup_size <= 64 && caps.subgroup_size <= caps.max_workgroup_size[0];
 }
 
-Config choose_config(Stream& stream, const Gemm& p) {
+// The texel algorithm reads float32 A and B through storage texel buffers.
+bool texel_supported(const DeviceCapabilities& caps, const Gemm& p) {
+  return caps.texel_buffers && p.kind == ComputeKind::Float32 && p.k > 0 &&
+         p.a.dtype == DType::Float32 && p.b.dtype == DType::Float32;
+}
+
+// `allow_texel` false: the best configuration without the texel algorithm (its operands could
+// not be bound, see bind_texel).
+Config choose_config(Stream& stream, const Gemm& p, bool allow_texel = true) {
   const DeviceCapabilities& caps = stream.device().caps();
   const GemmTuning& t = gemm_tuning();
   Config c;
   const bool cpu = caps.device_type == "cpu";
   const bool lanes = lanes_supported(caps, p.kind);
+  const bool texel = allow_texel && texel_supported(caps, p);
   const double flops = double(p.m) * double(p.n) * double(p.k) * double(p.batch);
   if (p.n == 1) {
     c = kSkinny;
+  } else if (texel && (t.algo == GemmTuning::Algo::Texel ||
+                       (cpu && t.algo == GemmTuning::Algo::Auto))) {
+    c = kCpuTexel;
+    if (p.m < 8) c.tm = 4;
   } else if (t.algo == GemmTuning::Algo::Lanes && lanes) {
     c = kCpuLanes;
   } else if (t.algo == GemmTuning::Algo::Tiled) {
@@ -218,8 +240,8 @@ Config choose_config(Stream& stream, const Gemm& p) {
   } else {
     c = kGpuSmall;
   }
-  if (t.algo == GemmTuning::Algo::Tiled) c.tiled = true, c.lanes = false;
-  if (t.algo == GemmTuning::Algo::Direct) c.tiled = false, c.lanes = false;
+  if (t.algo == GemmTuning::Algo::Tiled) c.tiled = true, c.lanes = false, c.texel = false;
+  if (t.algo == GemmTuning::Algo::Direct) c.tiled = false, c.lanes = false, c.texel = false;
   if (t.tm) c.tm = t.tm;
   if (t.tn) c.tn = t.tn;
   if (t.wm) c.wm = t.wm;
@@ -241,14 +263,96 @@ Config choose_config(Stream& stream, const Gemm& p) {
 }
 
 const char* algo_name(const Config& cfg) {
-  return cfg.lanes ? "lanes" : cfg.tiled ? "tiled" : "direct";
+  return cfg.texel ? "texel" : cfg.lanes ? "lanes" : cfg.tiled ? "tiled" : "direct";
+}
+
+thread_local const char* g_last_algorithm = "";
+
+// The texel algorithm's operands: the views of set 0 (see gemm.comp, texel section), the
+// texel indices that replace the addresses of A and B in the push constants, and the load
+// modes (A_LOAD / B_LOAD).
+struct TexelOperands {
+  VkBufferView views[6] = {};
+  int32_t a = 0, b = 0, c = 0, bias = 0;
+  uint32_t a_load = 0, b_load = 0;
+};
+
+// Binds every operand of `p` for the texel algorithm with configuration `cfg`. False when one
+// cannot be: not inside an allocator segment (e.g. the split-K combine's ones vector), a
+// negative stride, or an element past its view or the 32-bit index range.
+bool bind_texel(Stream& stream, const Gemm& p, const Config& cfg, TexelOperands* out) {
+  Allocator& allocator = stream.device().allocator();
+  const uint32_t sid = stream.id();
+  // The r32f view of x and its element index; `reach`: the largest element offset read or
+  // written (batch, rows and columns together).
+  auto scalar_view = [&](const GemmMatrix& x, int64_t rows, int64_t cols, TexelView* v) {
+    if (x.row_stride < 0 || x.col_stride < 0 || x.batch_stride < 0) return false;
+    const int64_t reach = (p.batch - 1) * x.batch_stride + (rows - 1) * x.row_stride +
+                          (cols - 1) * x.col_stride;
+    return allocator.texel_view(x.address, TexelFormat::R32Float, sid, v) &&
+           reach < v->count && v->first + reach < kMaxIndex;
+  };
+  // The rgba32f view over the same segment (its binding must hold a view of that format even
+  // when unused) and whether x can be read in vectors of 4 elements: 16-byte aligned, every
+  // vector inside the view.
+  auto vector_view = [&](const GemmMatrix& x, const TexelView& r32, int64_t rows, int64_t cols,
+                         VkBufferView* view) {
+    TexelView v;
+    if (!allocator.texel_view(x.address & ~uint64_t(15), TexelFormat::RGBA32Float, sid, &v))
+      return false;
+    *view = v.view;
+    const int64_t reach = (p.batch - 1) * x.batch_stride + (rows - 1) * x.row_stride +
+                          (cols - 1) * x.col_stride;
+    return x.address % 16 == 0 && (r32.first + reach) / 4 < v.first + v.count;
+  };
+  TexelView a, b;
+  if (!scalar_view(p.a, p.m, p.k, &a) || !scalar_view(p.b, p.k, p.n, &b)) return false;
+  const bool vec = gemm_tuning().vector_loads;
+  VkBufferView a4 = VK_NULL_HANDLE, b4 = VK_NULL_HANDLE;
+  const bool va = vector_view(p.a, a, p.m, p.k, &a4) && vec;
+  const bool vb = vector_view(p.b, b, p.k, p.n, &b4) && vec;
+  if (!a4 || !b4) return false;
+  auto fours = [&](const GemmMatrix& x, int64_t other_stride) {
+    return other_stride % 4 == 0 && (p.batch == 1 || x.batch_stride % 4 == 0);
+  };
+  out->a_load = 0;
+  if (va && p.a.col_stride == 1 && p.k % 4 == 0 && fours(p.a, p.a.row_stride))
+    out->a_load = 2;
+  else if (va && p.a.row_stride == 1 && p.m % 4 == 0 && cfg.tm % 4 == 0 &&
+           fours(p.a, p.a.col_stride))
+    out->a_load = 3;
+  out->b_load = 0;
+  if (vb && p.b.col_stride == 1 && p.n % 4 == 0 && cfg.tn % 4 == 0 &&
+      fours(p.b, p.b.row_stride))
+    out->b_load = 2;
+  else if (vb && p.b.row_stride == 1 && p.k % 4 == 0 && fours(p.b, p.b.col_stride))
+    out->b_load = 3;
+  // C and the bias through their r32f views when float32; otherwise (and for an epilogue,
+  // which has no C) the shader uses their addresses and the binding holds A's view.
+  TexelView c = a, bias = a;
+  const bool c_texel = p.c.address != 0 && p.c.dtype == DType::Float32;
+  if (c_texel && !scalar_view(p.c, p.m, p.n, &c)) return false;
+  const bool bias_texel = p.bias.address != 0 && p.bias.dtype == DType::Float32;
+  if (bias_texel && !scalar_view(p.bias, p.m, p.n, &bias)) return false;
+  out->views[0] = a4;
+  out->views[1] = a.view;
+  out->views[2] = b4;
+  out->views[3] = b.view;
+  out->views[4] = c.view;
+  out->views[5] = bias.view;
+  out->a = static_cast<int32_t>(a.first);
+  out->b = static_cast<int32_t>(b.first);
+  out->c = c_texel ? static_cast<int32_t>(c.first) : 0;
+  out->bias = bias_texel ? static_cast<int32_t>(bias.first) : 0;
+  return true;
 }
 
 // One dispatch of `p` (already validated and normalized) with configuration `cfg`; with an
 // epilogue, `epilogue_shader` is the run-time built variant and `epilogue_args` the address
 // of its argument block.
 void record(Stream& stream, const Gemm& p, const Config& cfg,
-            const ShaderBinary* epilogue_shader = nullptr, uint64_t epilogue_args = 0) {
+            const ShaderBinary* epilogue_shader = nullptr, uint64_t epilogue_args = 0,
+            const TexelOperands* texel = nullptr) {
   const ShaderBinary* shader = epilogue_shader;
   if (!shader) {
     const std::string name = std::string("gemm.") + algo_name(cfg) + "." + kind_name(p.kind);
@@ -271,6 +375,10 @@ void record(Stream& stream, const Gemm& p, const Config& cfg,
   if (epilogue_shader) {  // the padding words after the float32 alpha and beta
     push.alpha_bits |= (epilogue_args & 0xffffffffull) << 32;
     push.beta_bits |= epilogue_args & 0xffffffff00000000ull;
+  }
+  if (texel) {
+    push.a = static_cast<uint32_t>(texel->a) | uint64_t(static_cast<uint32_t>(texel->b)) << 32;
+    push.b = static_cast<uint32_t>(texel->c) | uint64_t(static_cast<uint32_t>(texel->bias)) << 32;
   }
   push.m = static_cast<int32_t>(p.m);
   push.n = static_cast<int32_t>(p.n);
@@ -299,7 +407,10 @@ void record(Stream& stream, const Gemm& p, const Config& cfg,
   const bool a_m = va && p.a.row_stride == 1 && p.m % 4 == 0 && p.a.col_stride % 4 == 0;
   const bool b_n = vb && p.b.col_stride == 1 && p.n % 4 == 0 && p.b.row_stride % 4 == 0;
   const bool b_k = vb && p.b.row_stride == 1 && p.k % 4 == 0 && p.b.col_stride % 4 == 0;
-  if (cfg.lanes) {
+  if (texel) {
+    a_load = texel->a_load;
+    b_load = texel->b_load;
+  } else if (cfg.lanes) {
     // Groups as one 64-bit load (2 float32 or 4 float16 / bfloat16 values): contiguous along
     // the group axis, 8-byte aligned, and a length that is a multiple of the group so that no
     // group straddles the end.
@@ -342,7 +453,7 @@ void record(Stream& stream, const Gemm& p, const Config& cfg,
   // and the lanes loops are bound by loads, so they are not specialized for them (fewer
   // pipelines).
   uint32_t unit = 0;
-  if (!cfg.tiled && !cfg.lanes)
+  if (!cfg.tiled && !cfg.lanes && !cfg.texel)
     unit = (p.a.col_stride == 1 ? 1u : 0u) | (p.a.row_stride == 1 ? 2u : 0u) |
            (p.b.row_stride == 1 ? 4u : 0u) | (p.b.col_stride == 1 ? 8u : 0u) |
            (p.c.col_stride == 1 ? 16u : 0u) | (p.c.row_stride == 1 ? 32u : 0u);
@@ -362,7 +473,24 @@ void record(Stream& stream, const Gemm& p, const Config& cfg,
   const int64_t tiles_m = (p.m + cfg.bm() - 1) / cfg.bm();
   const int64_t tiles_n = (p.n + cfg.bn() - 1) / cfg.bn();
   stream.dispatch(pipeline, groups(tiles_n, 0), groups(tiles_m, 1), groups(p.batch, 2), &push,
-                  sizeof(push));
+                  sizeof(push), texel ? texel->views : nullptr, texel ? 6 : 0);
+  g_last_algorithm = texel ? "texel" : cfg.texel ? "?" : algo_name(cfg);
+}
+
+// The configuration for `p`, with its texel operands bound when it is the texel algorithm
+// (if they cannot be bound, the best other configuration).
+Config choose_and_bind(Stream& stream, const Gemm& p, TexelOperands* texel, bool* use_texel) {
+  Config cfg = choose_config(stream, p);
+  *use_texel = cfg.texel && bind_texel(stream, p, cfg, texel);
+  if (cfg.texel && !*use_texel) cfg = choose_config(stream, p, false);
+  return cfg;
+}
+
+void record_auto(Stream& stream, const Gemm& p) {
+  TexelOperands texel;
+  bool use_texel = false;
+  const Config cfg = choose_and_bind(stream, p, &texel, &use_texel);
+  record(stream, p, cfg, nullptr, 0, use_texel ? &texel : nullptr);
 }
 
 // Few outputs and a long k: split k into chunks (partial products in a temporary of the
@@ -397,7 +525,7 @@ bool try_split_k(Stream& stream, const Gemm& p, const Config& cfg) {
     part.k = chunk;
     part.a.batch_stride = chunk * p.a.col_stride;
     part.b.batch_stride = chunk * p.b.row_stride;
-    record(stream, part, choose_config(stream, part));
+    record_auto(stream, part);
     if (rest > 0) {
       Gemm tail = part;
       tail.batch = 1;
@@ -406,7 +534,7 @@ bool try_split_k(Stream& stream, const Gemm& p, const Config& cfg) {
       tail.a.address = p.a.address + static_cast<uint64_t>(k0 * p.a.col_stride * int64_t(dtype_size(p.a.dtype)));
       tail.b.address = p.b.address + static_cast<uint64_t>(k0 * p.b.row_stride * int64_t(dtype_size(p.b.dtype)));
       tail.c.address = partials + static_cast<uint64_t>(full * outputs) * dtype_size(pdt);
-      record(stream, tail, choose_config(stream, tail));
+      record_auto(stream, tail);
     }
     // Pass 2, batched over columns j: C[:, j] = alpha * P_j @ ones + beta * bias[:, j] with
     // P_j[i][s] = partial[s][i][j] (m x parts) and ones a broadcast parts x 1 vector.
@@ -427,7 +555,7 @@ bool try_split_k(Stream& stream, const Gemm& p, const Config& cfg) {
     if (combine.bias.address != 0)
       combine.bias = GemmMatrix{p.bias.address, p.bias.dtype, p.bias.row_stride, 0,
                                 p.bias.col_stride};
-    record(stream, combine, choose_config(stream, combine));
+    record_auto(stream, combine);
   } catch (...) {
     allocator.free(partials);
     throw;
@@ -446,10 +574,13 @@ GemmTuning& gemm_tuning() {
     if (v && std::string(v) == "tiled") d.algo = GemmTuning::Algo::Tiled;
     if (v && std::string(v) == "direct") d.algo = GemmTuning::Algo::Direct;
     if (v && std::string(v) == "lanes") d.algo = GemmTuning::Algo::Lanes;
+    if (v && std::string(v) == "texel") d.algo = GemmTuning::Algo::Texel;
     return d;
   }();
   return t;
 }
+
+const char* last_gemm_algorithm() { return g_last_algorithm; }
 
 ComputeKind gemm_kind_for(DType dtype) {
   switch (dtype) {
@@ -510,7 +641,7 @@ bool validate_and_normalize(Stream& stream, Gemm& p, bool epilogue) {
 // never removed, so the kernels they point to stay valid.
 struct EpilogueEntry {
   std::string glsl, name;
-  std::array<const GeneratedKernel*, 3> variants{};  // tiled, direct, lanes
+  std::array<const GeneratedKernel*, 4> variants{};  // tiled, direct, lanes, texel
 };
 struct EpilogueRegistry {
   std::mutex mutex;
@@ -544,13 +675,15 @@ const ShaderBinary& epilogue_variant(const Config& cfg, ComputeKind kind, int64_
       invalid(kWhere, "no GEMM epilogue with id " + std::to_string(id));
     entry = r.entries[static_cast<size_t>(id)].get();
   }
-  const int slot = cfg.lanes ? 2 : cfg.tiled ? 0 : 1;
+  const int slot = cfg.texel ? 3 : cfg.lanes ? 2 : cfg.tiled ? 0 : 1;
   const GeneratedKernel* kernel = entry->variants[static_cast<size_t>(slot)];
   if (!kernel) {
     std::string defines = "#define GEMM_EPILOGUE 1\n#define KIND " +
                           std::to_string(static_cast<int>(kind)) + "\n";
-    defines += cfg.lanes ? "#define GEMM_LANES 1\n" : cfg.tiled ? "#define GEMM_TILED 1\n"
-                                                                : "#define GEMM_TILED 0\n";
+    defines += cfg.texel   ? "#define GEMM_TEXEL 1\n"
+               : cfg.lanes ? "#define GEMM_LANES 1\n"
+               : cfg.tiled ? "#define GEMM_TILED 1\n"
+                           : "#define GEMM_TILED 0\n";
     kernel = &compile_generated(epilogue_source(defines, entry->glsl),
                                 entry->name + "." + algo_name(cfg));
     EpilogueRegistry& r = epilogues();
@@ -590,9 +723,11 @@ void gemm(Stream& stream, const Gemm& problem) {
     if (p.bias.address != 0) p.bias = p.bias.transposed();
   }
 
-  const Config cfg = choose_config(stream, p);
+  TexelOperands texel;
+  bool use_texel = false;
+  const Config cfg = choose_and_bind(stream, p, &texel, &use_texel);
   if (p.k > 0 && try_split_k(stream, p, cfg)) return;
-  record(stream, p, cfg);
+  record(stream, p, cfg, nullptr, 0, use_texel ? &texel : nullptr);
 }
 
 void gemm(Stream& stream, const Gemm& problem, const GemmEpilogueCall& epilogue) {
@@ -602,11 +737,13 @@ void gemm(Stream& stream, const Gemm& problem, const GemmEpilogueCall& epilogue)
   if (epilogue.args_bytes > 0 && !epilogue.args)
     invalid(kWhere, "null epilogue argument block with a positive size");
   if (!validate_and_normalize(stream, p, true)) return;
-  const Config cfg = choose_config(stream, p);
+  TexelOperands texel;
+  bool use_texel = false;
+  const Config cfg = choose_and_bind(stream, p, &texel, &use_texel);
   const ShaderBinary& shader = epilogue_variant(cfg, p.kind, epilogue.id);
   const uint64_t args =
       epilogue.args_bytes > 0 ? stream.upload_params(epilogue.args, epilogue.args_bytes) : 0;
-  record(stream, p, cfg, &shader, args);
+  record(stream, p, cfg, &shader, args, use_texel ? &texel : nullptr);
 }
 
 }  // namespace tvk::kernels

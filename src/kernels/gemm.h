@@ -101,9 +101,10 @@ void gemm(Stream& stream, const Gemm& problem, const GemmEpilogueCall& epilogue)
 
 // Knobs for tests and benchmarks (process-wide; change them only while nothing is launched).
 struct GemmTuning {
-  enum class Algo { Auto, Tiled, Direct, Lanes };
-  // TORCH_VK_GEMM_ALGO=tiled|direct|lanes forces one (lanes only where the device can run it:
-  // subgroup broadcast; elsewhere the automatic choice stands)
+  enum class Algo { Auto, Tiled, Direct, Lanes, Texel };
+  // TORCH_VK_GEMM_ALGO=tiled|direct|lanes|texel forces one (lanes only where the device can run
+  // it: subgroup broadcast; texel only for float32 operands on devices with texel buffers,
+  // others use the automatic choice; texel is the automatic choice of CPU devices)
   Algo algo = Algo::Auto;
   // Non-zero: use this tile shape instead of the profile's (tm, tn: register block of one
   // invocation; wm, wn: invocations along M / N; bk: K step of the tiled algorithm, a
@@ -117,6 +118,10 @@ struct GemmTuning {
   int64_t split_k_chunk = 1024;  // target k per split
 };
 GemmTuning& gemm_tuning();
+
+// The algorithm ("tiled", "direct", "lanes", "texel") of the last product dispatch recorded
+// by gemm() on this thread, "" before the first: tests check which path they covered.
+const char* last_gemm_algorithm();
 
 // The compute kind PyTorch uses for a matmul in `dtype` (fp32 for float16 / bfloat16).
 ComputeKind gemm_kind_for(DType dtype);

@@ -489,11 +489,34 @@ bool generated_args_indirect(int n_addresses, int n_ints, int n_floats) {
 
 void launch_generated(Stream& stream, const GeneratedKernel& kernel, uint32_t groups_x,
                       uint32_t local_size_x, const uint64_t* addresses, int n_addresses,
-                      const int64_t* ints, int n_ints, const float* floats, int n_floats) {
-  if (n_addresses < 0 || n_ints < 0 || n_floats < 0)
+                      const int64_t* ints, int n_ints, const float* floats, int n_floats,
+                      const TexelArgument* texels, int n_texels) {
+  if (n_addresses < 0 || n_ints < 0 || n_floats < 0 || n_texels < 0)
     invalid("negative argument count for kernel '" + kernel.name + "'");
-  if ((n_addresses > 0 && !addresses) || (n_ints > 0 && !ints) || (n_floats > 0 && !floats))
+  if ((n_addresses > 0 && !addresses) || (n_ints > 0 && !ints) || (n_floats > 0 && !floats) ||
+      (n_texels > 0 && !texels))
     invalid("null argument array with a positive count for kernel '" + kernel.name + "'");
+  if (n_texels > static_cast<int>(kMaxTexelBindings))
+    invalid(std::to_string(n_texels) + " texel arguments exceed the limit of " +
+            std::to_string(kMaxTexelBindings) + " for kernel '" + kernel.name + "'");
+  VkBufferView views[kMaxTexelBindings] = {};
+  std::vector<int64_t> ints_and_texels;
+  if (n_texels > 0) {
+    ints_and_texels.assign(ints, ints + n_ints);
+    for (int i = 0; i < n_texels; ++i) {
+      TexelView v;
+      if (!stream.device().allocator().texel_view(texels[i].address, texels[i].format,
+                                                  stream.id(), &v))
+        invalid("texel argument " + std::to_string(i) + " of kernel '" + kernel.name +
+                "' has no texel view (no texel buffers on the device, or an address outside "
+                "the allocator's segments or not aligned to its texel)");
+      views[i] = v.view;
+      ints_and_texels.push_back(v.first);
+    }
+    ints = ints_and_texels.data();
+    n_ints = static_cast<int>(ints_and_texels.size());
+  }
+  const uint32_t view_count = static_cast<uint32_t>(n_texels);
   const DeviceCapabilities& caps = stream.device().caps();
   if (groups_x < 1 || groups_x > caps.max_workgroup_count[0])
     invalid("groups_x = " + std::to_string(groups_x) + " is outside 1.." +
@@ -516,7 +539,8 @@ void launch_generated(Stream& stream, const GeneratedKernel& kernel, uint32_t gr
   if (bytes <= kMaxPushConstantBytes) {
     alignas(16) uint8_t block[kMaxPushConstantBytes];
     pack(block);
-    stream.dispatch(pipeline, groups_x, 1, 1, block, static_cast<uint32_t>(bytes));
+    stream.dispatch(pipeline, groups_x, 1, 1, block, static_cast<uint32_t>(bytes), views,
+                    view_count);
   } else {
     // Indirect: the block goes to the stream's parameter ring, its address is pushed.
     constexpr size_t kStackBytes = 1024;
@@ -529,7 +553,8 @@ void launch_generated(Stream& stream, const GeneratedKernel& kernel, uint32_t gr
     }
     pack(block);
     const uint64_t block_address = stream.upload_params(block, bytes);
-    stream.dispatch(pipeline, groups_x, 1, 1, &block_address, sizeof(block_address));
+    stream.dispatch(pipeline, groups_x, 1, 1, &block_address, sizeof(block_address), views,
+                    view_count);
   }
 }
 

@@ -38,6 +38,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/allocator.h"
 #include "runtime/pipeline.h"
 
 namespace tvk {
@@ -73,13 +74,24 @@ const GeneratedKernel& generated_kernel(int64_t id);
 // True when the packed argument block does not fit in the push constants (see above).
 bool generated_args_indirect(int n_addresses, int n_ints, int n_floats);
 
+// A storage texel buffer argument: the view of `format` over the segment of `address`.
+struct TexelArgument {
+  uint64_t address = 0;
+  TexelFormat format = TexelFormat::R32Float;
+};
+
 // Records one dispatch of `kernel` with `groups_x` workgroups of `local_size_x` invocations.
+// With `n_texels` > 0 (devices with texel buffers), texels[i] is bound at binding i of set 0
+// (`layout(set = 0, binding = i, r32f / rgba32f) uniform imageBuffer ...`) and the index of
+// its first texel is appended to the ints (after the caller's n_ints values, in order).
 // Throws std::invalid_argument for negative counts, null arrays with a positive count,
-// groups_x outside 1..maxComputeWorkGroupCount[0], or local_size_x outside the device's
-// workgroup limits. Never waits.
+// groups_x outside 1..maxComputeWorkGroupCount[0], local_size_x outside the device's
+// workgroup limits, more than kMaxTexelBindings texels or one without a texel view
+// (Allocator::texel_view). Never waits.
 void launch_generated(Stream& stream, const GeneratedKernel& kernel, uint32_t groups_x,
                       uint32_t local_size_x, const uint64_t* addresses, int n_addresses,
-                      const int64_t* ints, int n_ints, const float* floats, int n_floats);
+                      const int64_t* ints, int n_ints, const float* floats, int n_floats,
+                      const TexelArgument* texels = nullptr, int n_texels = 0);
 
 struct GeneratedKernelStats {
   uint64_t compiles = 0;     // sources compiled by the run-time compiler

@@ -15,6 +15,9 @@
 #include "runtime/raw_buffer.h"
 #include "runtime/stream.h"
 
+// Vulkan structs are written `T x{VK_STRUCTURE_TYPE_...}`: the other members are zero on purpose.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 namespace tvk {
 
 namespace {
@@ -61,7 +64,25 @@ struct Allocator::Segment {
   RawBuffer raw;
   int pool = 1;  // 1 = small, 2 = large (the stats index)
   uint64_t graph_pool = 0;  // the graph pool owning the segment, 0 for general memory
+  // Texel views by TexelFormat (null until requested) and their length in texels.
+  VkBufferView views[kTexelFormatCount] = {};
+  int64_t view_texels[kTexelFormatCount] = {};
+  int graph_view_pins = 0;  // graphs whose captured commands use the views (see allocator.h)
 };
+
+uint32_t texel_bytes(TexelFormat format) { return format == TexelFormat::R32Float ? 4 : 16; }
+
+namespace {
+VkFormat vk_format(TexelFormat format) {
+  return format == TexelFormat::R32Float ? VK_FORMAT_R32_SFLOAT : VK_FORMAT_R32G32B32A32_SFLOAT;
+}
+
+void destroy_segment_memory(Device& device, RawBuffer& raw, VkBufferView* views) {
+  for (int f = 0; f < kTexelFormatCount; ++f)
+    if (views[f]) vk::vkDestroyBufferView(device.handle(), views[f], nullptr);
+  destroy_raw_buffer(device, raw);
+}
+}  // namespace
 
 struct Allocator::Block {
   Segment* segment = nullptr;
@@ -112,6 +133,7 @@ struct Allocator::State {
   struct GraphPool {
     uint64_t reserved = 0;       // bytes of its segments
     std::vector<Block*> held;    // general blocks freed during its capture (see allocator.h)
+    std::set<Segment*> view_pins;  // segments whose texel views its commands use
   };
   std::map<uint64_t, GraphPool> graph_pools;
   std::map<uint32_t, uint64_t> capturing;  // stream id -> pool its allocations come from
@@ -264,7 +286,8 @@ struct Allocator::State {
     for (auto& pool : pools) {
       std::vector<Block*> whole;
       for (Block* b : pool.free)
-        if (!b->is_split() && b->graph_pool == 0) whole.push_back(b);
+        if (!b->is_split() && b->graph_pool == 0 && b->segment->graph_view_pins == 0)
+          whole.push_back(b);
       for (Block* b : whole) {
         erase_free(b);
         Segment* seg = b->segment;
@@ -274,7 +297,7 @@ struct Allocator::State {
         });
         stats.num_device_free++;
         segments.erase(seg->raw.address);
-        destroy_raw_buffer(device, seg->raw);
+        destroy_segment_memory(device, seg->raw, seg->views);
         delete seg;
         delete b;
       }
@@ -295,7 +318,7 @@ Allocator::Allocator(Device& device) : device_(device), state_(std::make_unique<
 
 Allocator::~Allocator() {
   for (auto& [addr, seg] : state_->segments) {
-    destroy_raw_buffer(device_, seg->raw);
+    destroy_segment_memory(device_, seg->raw, seg->views);
     delete seg;
   }
   // Block objects are owned by segments' lists; delete them by walking every known block.
@@ -356,6 +379,7 @@ void Allocator::release_graph_pool(uint64_t pool) {
     if (p.block->graph_pool == pool) p.block->graph_pool = 0;
   for (auto& [address, seg] : st.segments)
     if (seg->graph_pool == pool) seg->graph_pool = 0;
+  for (Segment* seg : it->second.view_pins) --seg->graph_view_pins;
   std::vector<Block*> held = std::move(it->second.held);
   st.graph_pools.erase(it);
   for (Block* b : held) {
@@ -499,6 +523,44 @@ ResolvedAddress Allocator::resolve(uint64_t address) const {
   r.host_pointer = raw.mapped ? static_cast<char*>(raw.mapped) + r.offset : nullptr;
   r.device_address = address;
   return r;
+}
+
+bool Allocator::texel_view(uint64_t address, TexelFormat format, uint32_t stream_id,
+                           TexelView* out) {
+  const DeviceCapabilities& caps = device_.caps();
+  if (!caps.texel_buffers) return false;
+  const uint32_t bytes = texel_bytes(format);
+  const int f = static_cast<int>(format);
+  std::lock_guard<std::mutex> lock(mutex_);
+  State& st = *state_;
+  Block* b = st.containing(address);
+  if (!b) return false;
+  Segment* seg = b->segment;
+  const uint64_t offset = address - seg->raw.address;
+  if (offset % bytes != 0) return false;
+  if (!seg->views[f]) {
+    const uint64_t texels = std::min<uint64_t>(seg->raw.size / bytes, caps.max_texel_buffer_elements);
+    VkBufferViewCreateInfo vi{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+    vi.buffer = seg->raw.buffer;
+    vi.format = vk_format(format);
+    vi.offset = 0;
+    vi.range = texels * bytes;
+    TVK_VK_CHECK_DEV(vk::vkCreateBufferView(device_.handle(), &vi, nullptr, &seg->views[f]),
+                     device_.index());
+    seg->view_texels[f] = static_cast<int64_t>(texels);
+  }
+  const int64_t first = static_cast<int64_t>(offset / bytes);
+  if (first >= seg->view_texels[f]) return false;
+  auto capture = st.capturing.find(stream_id);
+  if (capture != st.capturing.end()) {
+    auto pool = st.graph_pools.find(capture->second);
+    if (pool != st.graph_pools.end() && pool->second.view_pins.insert(seg).second)
+      ++seg->graph_view_pins;
+  }
+  out->view = seg->views[f];
+  out->first = first;
+  out->count = seg->view_texels[f] - first;
+  return true;
 }
 
 bool Allocator::owns(uint64_t address) const {

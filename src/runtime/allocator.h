@@ -29,6 +29,12 @@
 // Pool memory counts in the statistics like any other; empty_cache() and the out-of-memory
 // path never release a live pool's segments (captured commands reference them).
 //
+// Texel views (texel_view): a segment's VkBufferViews, one per TexelFormat, created on first
+// use over the segment's first min(size, maxTexelBufferElements texels) bytes and destroyed
+// with the segment. A segment whose view was requested for a stream that captures a graph is
+// kept (empty_cache and the out-of-memory path skip it) until that graph's pool is released,
+// so the views baked into the captured commands stay valid for every replay.
+//
 // Out of memory: on VK_ERROR_OUT_OF_DEVICE_MEMORY (or a request larger than the heap or than
 // maxMemoryAllocationSize) the allocator synchronizes, releases every cached segment, retries
 // once, then throws OutOfMemoryError with a summary. The allocator stays usable afterwards.
@@ -82,6 +88,18 @@ struct ResolvedAddress {
   uint64_t device_address = 0;  // buffer device address of the byte at `offset`
 };
 
+// Formats of the storage texel buffer views kernels read and write (Allocator::texel_view).
+enum class TexelFormat : uint8_t { R32Float = 0, RGBA32Float = 1 };
+constexpr int kTexelFormatCount = 2;
+uint32_t texel_bytes(TexelFormat format);
+
+// Where a device address lies in a texel view of its segment.
+struct TexelView {
+  VkBufferView view = VK_NULL_HANDLE;
+  int64_t first = 0;  // index of the texel that starts at the address
+  int64_t count = 0;  // texels from `first` to the end of the view
+};
+
 class Allocator {
  public:
   explicit Allocator(Device& device);
@@ -102,6 +120,11 @@ class Allocator {
   bool owns(uint64_t address) const;
   // Size of the block that starts at `address` (as handed out, rounded).
   uint64_t block_size(uint64_t address) const;
+
+  // The texel view of `format` over the segment of `address`, used on `stream_id` (see above).
+  // False when the device has no texel buffers, the address is not inside a live block, is not
+  // aligned to the texel size, or lies past the view's end. Thread-safe.
+  bool texel_view(uint64_t address, TexelFormat format, uint32_t stream_id, TexelView* out);
 
   // Synchronizes the device, then releases all cached (entirely free) segments.
   void empty_cache();

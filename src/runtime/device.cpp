@@ -46,6 +46,7 @@ constexpr const char* kExtAtomicFloat = "VK_EXT_shader_atomic_float";
 constexpr const char* kExtMemoryBudget = "VK_EXT_memory_budget";
 constexpr const char* kExtPortabilitySubset = "VK_KHR_portability_subset";
 constexpr const char* kExtMaintenance4 = "VK_KHR_maintenance4";
+constexpr const char* kExtPushDescriptor = "VK_KHR_push_descriptor";
 
 bool env_flag(const char* name) {
   const char* v = std::getenv(name);
@@ -225,6 +226,7 @@ void probe_device(VkPhysicalDevice pd, uint32_t instance_api, Probe* p) {
   c.max_workgroup_invocations = lim.maxComputeWorkGroupInvocations;
   c.max_shared_memory_size = lim.maxComputeSharedMemorySize;
   c.max_push_constants_size = lim.maxPushConstantsSize;
+  c.max_texel_buffer_elements = lim.maxTexelBufferElements;
 
   uint32_t ts_bits = 0;
   p->queue_family = choose_queue_family(pd, &ts_bits);
@@ -255,12 +257,16 @@ void probe_device(VkPhysicalDevice pd, uint32_t instance_api, Probe* p) {
   VkPhysicalDeviceMaintenance4Properties m4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
   VkPhysicalDeviceFloatControlsProperties float_controls{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
+  VkPhysicalDevicePushDescriptorPropertiesKHR push_descriptor{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES_KHR};
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props2.pNext = &subgroup;
   subgroup.pNext = &driver;
   driver.pNext = &float_controls;
   float_controls.pNext = &m3;
-  if (p->maintenance4) m3.pNext = &m4;
+  void** props_tail = &m3.pNext;
+  if (p->maintenance4) *props_tail = &m4, props_tail = &m4.pNext;
+  if (has(kExtPushDescriptor)) *props_tail = &push_descriptor, props_tail = &push_descriptor.pNext;
   vk::vkGetPhysicalDeviceProperties2(pd, &props2);
   c.signed_zero_inf_nan_preserve = {float_controls.shaderSignedZeroInfNanPreserveFloat16 == VK_TRUE,
                                     float_controls.shaderSignedZeroInfNanPreserveFloat32 == VK_TRUE,
@@ -312,9 +318,19 @@ void probe_device(VkPhysicalDevice pd, uint32_t instance_api, Probe* p) {
   c.int64_atomics = p->f12.shaderBufferInt64Atomics;
   c.float32_atomic_add = has(kExtAtomicFloat) && p->atomic_float.shaderBufferFloat32AtomicAdd;
   c.cooperative_matrix = has(kExtCoopMat) && p->coopmat.cooperativeMatrix;
+  auto storage_texel_format = [&](VkFormat format) {
+    VkFormatProperties fp{};
+    vk::vkGetPhysicalDeviceFormatProperties(pd, format, &fp);
+    return (fp.bufferFeatures & VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT) != 0;
+  };
+  c.texel_buffers = has(kExtPushDescriptor) && push_descriptor.maxPushDescriptors >= 8 &&
+                    c.max_texel_buffer_elements >= 65536 &&
+                    storage_texel_format(VK_FORMAT_R32_SFLOAT) &&
+                    storage_texel_format(VK_FORMAT_R32G32B32A32_SFLOAT);
 
   // Fast paths switched off for testing the portable baselines.
   if (env_flag("TORCH_VK_DISABLE_COOPMAT")) c.cooperative_matrix = false;
+  if (env_flag("TORCH_VK_DISABLE_TEXEL_BUFFERS")) c.texel_buffers = false;
   // Treat device memory as not host-visible: host copies take the staging paths of discrete GPUs.
   if (env_flag("TORCH_VK_DISABLE_UNIFIED_MEMORY")) c.unified_memory = false;
   if (env_flag("TORCH_VK_DISABLE_SUBGROUPS")) {
@@ -389,6 +405,7 @@ Device::Device(int index, VkPhysicalDevice physical, const DeviceCapabilities& c
   for (const char* e : {kExtMemoryBudget, kExtAtomicFloat, kExtPortabilitySubset})
     if (has(e)) enabled_extensions_.push_back(e);
   if (caps_.cooperative_matrix) enabled_extensions_.push_back(kExtCoopMat);
+  if (caps_.texel_buffers) enabled_extensions_.push_back(kExtPushDescriptor);
   if (!p.has_13 && p.maintenance4) enabled_extensions_.push_back(kExtMaintenance4);
 
   // Features: the required ones plus every optional compute feature the device offers.

@@ -48,6 +48,13 @@ struct DeviceCapabilities {
   bool int64_atomics = false;          // shaderBufferInt64Atomics
   bool cooperative_matrix = false;     // VK_KHR_cooperative_matrix present and enabled
   bool memory_budget = false;          // VK_EXT_memory_budget present
+  // Storage texel buffers bound with push descriptors (VK_KHR_push_descriptor, the formats
+  // R32_SFLOAT and R32G32B32A32_SFLOAT usable as storage texel buffers). Kernels for CPU devices
+  // read through them (Allocator::texel_view): lavapipe gathers a texel load in a few vector
+  // instructions, against a loop over the lanes for every buffer-reference load.
+  // TORCH_VK_DISABLE_TEXEL_BUFFERS=1 switches them off.
+  bool texel_buffers = false;
+  uint64_t max_texel_buffer_elements = 0;  // maxTexelBufferElements
 
   // SPIR-V float controls (VkPhysicalDeviceFloatControlsProperties, Vulkan 1.2 core). Index
   // 0/1/2 = 16/32/64-bit floats. The pipeline cache patches every module to request these modes

@@ -7,7 +7,9 @@
 // host cost does not grow with the graph.
 //
 // Capture (Stream::begin_capture / end_capture, see stream.h):
-//   captured      dispatch, copy, fill (the resolved VkBuffer + offset of both ends);
+//   captured      dispatch (with its texel views: Allocator::texel_view keeps their segments
+//                 while the graph lives), copy, fill (the resolved VkBuffer + offset of both
+//                 ends);
 //   redirected    upload_params: the block goes to graph-owned persistent host-visible memory
 //                 instead of the stream's ring, so the address baked into push constants stays
 //                 valid for every replay;
@@ -58,6 +60,8 @@ struct GraphCommand {
   VkPipeline pipeline = VK_NULL_HANDLE;
   uint32_t groups[3] = {0, 0, 0};
   uint32_t push_size = 0;  // already padded to a multiple of 4
+  uint32_t view_count = 0;  // storage texel buffers at bindings 0 .. view_count - 1
+  VkBufferView views[kMaxTexelBindings] = {};
   // Copy / fill
   VkBuffer src = VK_NULL_HANDLE;
   VkBuffer dst = VK_NULL_HANDLE;

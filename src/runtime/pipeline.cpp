@@ -284,11 +284,28 @@ PipelineCache::PipelineCache(Device& device)
   VkDevice dev = device.handle();
   const DeviceCapabilities& caps = device.caps();
 
+  if (caps.texel_buffers) {
+    VkDescriptorSetLayoutBinding bindings[kMaxTexelBindings];
+    for (uint32_t i = 0; i < kMaxTexelBindings; ++i)
+      bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT,
+                     nullptr};
+    VkDescriptorSetLayoutCreateInfo si{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    si.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
+    si.bindingCount = kMaxTexelBindings;
+    si.pBindings = bindings;
+    TVK_VK_CHECK_DEV(vk::vkCreateDescriptorSetLayout(dev, &si, nullptr, &texel_set_layout_),
+                     device.index());
+  }
   VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, kMaxPushConstantBytes};
   VkPipelineLayoutCreateInfo li{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  li.setLayoutCount = texel_set_layout_ ? 1 : 0;
+  li.pSetLayouts = texel_set_layout_ ? &texel_set_layout_ : nullptr;
   li.pushConstantRangeCount = 1;
   li.pPushConstantRanges = &range;
-  TVK_VK_CHECK_DEV(vk::vkCreatePipelineLayout(dev, &li, nullptr, &layout_), device.index());
+  VkResult layout_result = vk::vkCreatePipelineLayout(dev, &li, nullptr, &layout_);
+  if (layout_result != VK_SUCCESS && texel_set_layout_)
+    vk::vkDestroyDescriptorSetLayout(dev, texel_set_layout_, nullptr);
+  TVK_VK_CHECK_DEV(layout_result, device.index());
 
   const std::string dir = cache_directory();
   if (!dir.empty()) {
@@ -319,6 +336,7 @@ PipelineCache::PipelineCache(Device& device)
   }
   if (r != VK_SUCCESS) {
     vk::vkDestroyPipelineLayout(dev, layout_, nullptr);
+    if (texel_set_layout_) vk::vkDestroyDescriptorSetLayout(dev, texel_set_layout_, nullptr);
     throw_vk_error(r, "vkCreatePipelineCache", __FILE__, __LINE__, device.index());
   }
   register_cache(this);
@@ -334,6 +352,7 @@ PipelineCache::~PipelineCache() {
   for (auto& [key, pipeline] : pipelines_) vk::vkDestroyPipeline(dev, pipeline, nullptr);
   if (cache_) vk::vkDestroyPipelineCache(dev, cache_, nullptr);
   if (layout_) vk::vkDestroyPipelineLayout(dev, layout_, nullptr);
+  if (texel_set_layout_) vk::vkDestroyDescriptorSetLayout(dev, texel_set_layout_, nullptr);
 }
 
 VkPipeline PipelineCache::get(const ShaderBinary& shader, uint32_t workgroup_size,

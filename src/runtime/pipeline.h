@@ -1,8 +1,9 @@
 // L1: shader binaries and the pipeline cache.
 //
-// Every compute pipeline uses one shared VkPipelineLayout: no descriptor sets (kernels address
-// memory through buffer device addresses) and one push-constant range of
-// kMaxPushConstantBytes bytes. Pipelines are created lazily on first use, keyed by
+// Every compute pipeline uses one shared VkPipelineLayout: one push-constant range of
+// kMaxPushConstantBytes bytes and (on devices with texel buffers) descriptor set 0 of
+// kMaxTexelBindings storage texel buffers, pushed per dispatch (VK_KHR_push_descriptor). Most
+// kernels use no descriptors at all: they address memory through buffer device addresses. Pipelines are created lazily on first use, keyed by
 // (shader, workgroup size, specialization constants), and kept for the device's lifetime.
 // The driver-level VkPipelineCache is persisted across processes in
 // $TORCH_VK_CACHE_DIR (default ~/.cache/torch_vk), one file per pipelineCacheUUID+device.
@@ -99,6 +100,7 @@ class PipelineCache {
 
  private:
   Device& device_;
+  VkDescriptorSetLayout texel_set_layout_ = VK_NULL_HANDLE;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   std::string cache_path_;

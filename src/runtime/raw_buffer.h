@@ -20,10 +20,11 @@ struct RawBuffer {
   void* mapped = nullptr;   // persistent mapping of the whole buffer, or null
 };
 
-// Usage of every buffer the runtime creates.
+// Usage of every buffer the runtime creates (storage texel buffer: Allocator::texel_view).
 constexpr VkBufferUsageFlags kRawBufferUsage =
     VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-    VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
+    VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT |
+    VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT;
 
 // Creates the buffer in memory type `memory_type`. Returns VK_SUCCESS, or the failing
 // VkResult with nothing leaked (callers decide whether an out-of-memory result is retried).

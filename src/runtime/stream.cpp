@@ -124,6 +124,20 @@ class Ring {
   std::vector<RawBuffer> free_;
 };
 
+// Binds `views` as the storage texel buffers 0 .. count - 1 of descriptor set 0.
+void push_texel_views(VkCommandBuffer cb, VkPipelineLayout layout, const VkBufferView* views,
+                      uint32_t count) {
+  VkWriteDescriptorSet writes[kMaxTexelBindings];
+  for (uint32_t i = 0; i < count; ++i) {
+    writes[i] = VkWriteDescriptorSet{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[i].dstBinding = i;
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER;
+    writes[i].pTexelBufferView = &views[i];
+  }
+  vk::vkCmdPushDescriptorSetKHR(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, count, writes);
+}
+
 // The barrier recorded between consecutive commands: all compute/transfer writes before it
 // are visible to all compute/transfer reads and writes after it.
 void record_barrier(VkCommandBuffer cb) {
@@ -364,6 +378,7 @@ struct Stream::Impl {
             if (c.push_size > 0)
               vk::vkCmdPushConstants(sec, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, c.push_size,
                                      c.push);
+            if (c.view_count > 0) push_texel_views(sec, layout, c.views, c.view_count);
             vk::vkCmdDispatch(sec, c.groups[0], c.groups[1], c.groups[2]);
             break;
           case GraphCommand::Kind::Copy: {
@@ -439,9 +454,14 @@ Stream::~Stream() {
 }
 
 void Stream::dispatch(VkPipeline pipeline, uint32_t groups_x, uint32_t groups_y,
-                      uint32_t groups_z, const void* push, uint32_t push_size) {
+                      uint32_t groups_z, const void* push, uint32_t push_size,
+                      const VkBufferView* views, uint32_t view_count) {
   TVK_CHECK(push_size <= kMaxPushConstantBytes, "push constants of ", push_size,
             " bytes exceed the ", kMaxPushConstantBytes, "-byte limit");
+  TVK_CHECK(view_count <= kMaxTexelBindings, view_count, " texel views exceed the limit of ",
+            kMaxTexelBindings);
+  TVK_CHECK(view_count == 0 || device_.caps().texel_buffers,
+            "texel views on a device without texel buffers");
   if (groups_x == 0 || groups_y == 0 || groups_z == 0) return;
   Impl& s = *impl_;
   TVK_CHECK(groups_x <= s.max_groups[0] && groups_y <= s.max_groups[1] && groups_z <= s.max_groups[2],
@@ -464,6 +484,7 @@ void Stream::dispatch(VkPipeline pipeline, uint32_t groups_x, uint32_t groups_y,
   }
   if (size4 > 0)
     vk::vkCmdPushConstants(s.cb, s.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, size4, push);
+  if (view_count > 0) push_texel_views(s.cb, s.layout, views, view_count);
   vk::vkCmdDispatch(s.cb, groups_x, groups_y, groups_z);
   s.counters.dispatches.fetch_add(1, std::memory_order_relaxed);
   s.post_command();
@@ -476,6 +497,8 @@ void Stream::dispatch(VkPipeline pipeline, uint32_t groups_x, uint32_t groups_y,
     c.groups[2] = groups_z;
     c.push_size = size4;
     if (size4 > 0) std::memcpy(c.push, push, size4);
+    c.view_count = view_count;
+    for (uint32_t i = 0; i < view_count; ++i) c.views[i] = views[i];
   }
 }
 

@@ -29,6 +29,9 @@ struct RawBuffer;
 
 // Largest push-constant block any kernel may use (the Vulkan minimum guarantee).
 constexpr uint32_t kMaxPushConstantBytes = 128;
+// Storage texel buffers a dispatch may bind (descriptor set 0, bindings 0 .. n-1, pushed with
+// VK_KHR_push_descriptor; only on devices with DeviceCapabilities::texel_buffers).
+constexpr uint32_t kMaxTexelBindings = 8;
 
 class Stream {
  public:
@@ -43,9 +46,12 @@ class Stream {
 
   // --- recording (asynchronous) ---
   // Records a compute dispatch of `pipeline` (created by PipelineCache, shared layout) with
-  // `push_size` <= kMaxPushConstantBytes bytes of push constants.
+  // `push_size` <= kMaxPushConstantBytes bytes of push constants and, when `view_count` > 0,
+  // the storage texel buffers `views[i]` at binding i of set 0 (view_count <=
+  // kMaxTexelBindings; views from Allocator::texel_view, whose segments outlive the command).
   void dispatch(VkPipeline pipeline, uint32_t groups_x, uint32_t groups_y, uint32_t groups_z,
-                const void* push, uint32_t push_size);
+                const void* push, uint32_t push_size, const VkBufferView* views = nullptr,
+                uint32_t view_count = 0);
   // Copies `size` bytes of kernel parameters into host-visible ring memory and returns its
   // device address. The memory stays valid until every command recorded on this stream up to
   // the next submit has completed. Aligned to 16 bytes.

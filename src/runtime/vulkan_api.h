@@ -28,6 +28,7 @@
   X(vkGetPhysicalDeviceMemoryProperties)             \
   X(vkGetPhysicalDeviceMemoryProperties2)            \
   X(vkGetPhysicalDeviceQueueFamilyProperties)        \
+  X(vkGetPhysicalDeviceFormatProperties)             \
   X(vkEnumerateDeviceExtensionProperties)            \
   X(vkCreateDevice)                                  \
   X(vkGetDeviceProcAddr)                             \
@@ -51,6 +52,11 @@
   X(vkGetBufferMemoryRequirements)          \
   X(vkBindBufferMemory)                     \
   X(vkGetBufferDeviceAddress)               \
+  X(vkCreateBufferView)                     \
+  X(vkDestroyBufferView)                    \
+  X(vkCreateDescriptorSetLayout)            \
+  X(vkDestroyDescriptorSetLayout)           \
+  X(vkCmdPushDescriptorSetKHR)              \
   X(vkCreateShaderModule)                   \
   X(vkDestroyShaderModule)                  \
   X(vkCreatePipelineCache)                  \

@@ -210,10 +210,15 @@ class GemmKernel : public ::testing::Test {
 };
 
 using Algo = GemmTuning::Algo;
-// Lanes falls back to the automatic choice on devices without subgroup broadcast.
-constexpr Algo kAlgos[] = {Algo::Auto, Algo::Tiled, Algo::Direct, Algo::Lanes};
+// Lanes falls back to the automatic choice on devices without subgroup broadcast, texel on
+// devices without texel buffers and for operands other than float32.
+constexpr Algo kAlgos[] = {Algo::Auto, Algo::Tiled, Algo::Direct, Algo::Lanes, Algo::Texel};
 const char* algo_name(Algo a) {
-  return a == Algo::Auto ? "auto" : a == Algo::Tiled ? "tiled" : a == Algo::Direct ? "direct" : "lanes";
+  return a == Algo::Auto     ? "auto"
+         : a == Algo::Tiled  ? "tiled"
+         : a == Algo::Direct ? "direct"
+         : a == Algo::Lanes  ? "lanes"
+                             : "texel";
 }
 // Forces `algo`. Lanes runs with a 4 x 4 register block: the same code paths as the default
 // 32 x 16 block at a fraction of the driver's compile time (LanesPairLoadsAndTails also runs
@@ -248,6 +253,8 @@ void layout_sweep(std::mt19937& rng, std::initializer_list<GemmShape> shapes, in
             EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, f32_atol(s.k)))
                 << s.m << "x" << s.n << "x" << s.k << " A " << la << " B " << lb << " offset "
                 << offset << " vec " << vec;
+            if (gemm_tuning().algo == Algo::Texel && dev().caps().texel_buffers)
+              EXPECT_STREQ(last_gemm_algorithm(), "texel");
           }
   }
 }
@@ -304,6 +311,61 @@ TEST_F(GemmKernel, VectorTileLoads) {
   std::mt19937 rng(3);
   gemm_tuning().algo = Algo::Tiled;
   layout_sweep(rng, {{68, 72, 36}, {64, 128, 64}, {67, 71, 37}, {8, 132, 20}}, 4);
+}
+
+TEST_F(GemmKernel, TexelLoadModesAndTails) {
+  // The texel algorithm: vec4 texel loads along k, m (A) or n, k (B) when the operand is
+  // 16-byte aligned with strides and sizes in fours, r32f loads otherwise; the K % 4 tail;
+  // partial tiles in m and n; register blocks whose rows / columns are not multiples of 4
+  // (no vector-along-m / n mode there).
+  std::mt19937 rng(17);
+  use_algo(Algo::Texel);
+  layout_sweep(rng, {{68, 72, 36}, {67, 71, 37}, {8, 132, 20}, {5, 7, 3}, {9, 20, 70}}, 4);
+  gemm_tuning().vector_loads = true;
+  struct Block { uint32_t tm, tn, wm, wn; };
+  for (Block t : {Block{4, 4, 2, 4}, Block{3, 5, 1, 8}, Block{8, 16, 1, 8}, Block{1, 1, 4, 4}}) {
+    gemm_tuning().tm = t.tm, gemm_tuning().tn = t.tn, gemm_tuning().wm = t.wm, gemm_tuning().wn = t.wn;
+    for (const char* la : {"row", "col"})
+      for (const char* lb : {"row", "col"}) {
+        Mat a(DType::Float32, 2, 40, 36, la), b(DType::Float32, 2, 36, 52, lb);
+        Mat c(DType::Float32, 2, 40, 52);
+        a.fill_random(rng);
+        b.fill_random(rng);
+        Case cs;
+        cs.batch = 2, cs.m = 40, cs.n = 52, cs.k = 36;
+        EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, f32_atol(36)))
+            << t.tm << "x" << t.tn << " / " << t.wm << "x" << t.wn << " A " << la << " B " << lb;
+        if (dev().caps().texel_buffers) EXPECT_STREQ(last_gemm_algorithm(), "texel");
+      }
+  }
+}
+
+TEST_F(GemmKernel, TexelFallsBackForOperandsOutsideSegments) {
+  // B in the stream's parameter memory (not an allocator segment, so it has no texel view):
+  // the launcher must take another algorithm, and the result must still be right.
+  std::mt19937 rng(18);
+  use_algo(Algo::Texel);
+  const int64_t m = 9, n = 6, k = 5;
+  Mat a(DType::Float32, 1, m, k), c(DType::Float32, 1, m, n);
+  a.fill_random(rng);
+  std::vector<float> bh(k * n);
+  std::uniform_real_distribution<float> d(-2, 2);
+  for (float& v : bh) v = d(rng);
+  Gemm g;
+  g.m = m, g.n = n, g.k = k;
+  g.a = a.view();
+  g.b = GemmMatrix{stream().upload_params(bh.data(), bh.size() * sizeof(float)), DType::Float32, n, 1, 0};
+  g.c = c.view();
+  gemm(stream(), g);
+  EXPECT_STRNE(last_gemm_algorithm(), "texel");
+  std::vector<V> got = c.download();
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      V want = 0;
+      for (int64_t p = 0; p < k; ++p) want += a.at(0, i, p) * V(bh[p * n + j]);
+      EXPECT_TRUE(close(got[c.index(0, i, j)], cast_to(DType::Float32, want), 1e-5, f32_atol(k)))
+          << i << "," << j;
+    }
 }
 
 TEST_F(GemmKernel, LanesPairLoadsAndTails) {
@@ -629,12 +691,15 @@ TEST_F(GemmKernel, DISABLED_Throughput) {
       if (*p == ',') ++p;
     }
   }
-  // TVK_GEMM_BENCH_CONFIG="tiled|direct,tm,tn,wm,wn,bk" overrides the tile configuration.
+  // TVK_GEMM_BENCH_CONFIG="tiled|direct|lanes|texel,tm,tn,wm,wn,bk" overrides the tile
+  // configuration.
   if (const char* cfg = std::getenv("TVK_GEMM_BENCH_CONFIG")) {
     char algo[16] = {};
     unsigned tm = 0, tn = 0, wm = 0, wn = 0, bk = 0;
     if (std::sscanf(cfg, "%15[a-z],%u,%u,%u,%u,%u", algo, &tm, &tn, &wm, &wn, &bk) == 6) {
-      gemm_tuning().algo = std::string(algo) == "tiled" ? Algo::Tiled : Algo::Direct;
+      const std::string name = algo;
+      gemm_tuning().algo = name == "tiled" ? Algo::Tiled : name == "lanes" ? Algo::Lanes
+                         : name == "texel" ? Algo::Texel : Algo::Direct;
       gemm_tuning().tm = tm, gemm_tuning().tn = tn, gemm_tuning().wm = wm;
       gemm_tuning().wn = wn, gemm_tuning().bk = bk;
     }

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kernels/gemm.h"
 #include "kernels/index.h"
 #include "kernels/kernels.h"
 #include "runtime/allocator.h"
@@ -334,6 +335,64 @@ TEST_F(Graph, DestroyingTheGraphReleasesThePool) {
   const uint64_t again = alloc.allocate(kN * 4, s.id());
   EXPECT_TRUE(alloc.owns(again));
   alloc.free(again);
+}
+
+TEST_F(Graph, TexelViewsInCapturedCommands) {
+  // A GEMM taking the texel algorithm binds texel views of its operands' segments: replays
+  // reuse them, and the segments stay reserved while the graph lives, even once their blocks
+  // are freed and the cache is emptied (the views are baked into the captured commands).
+  if (!dev().caps().texel_buffers) GTEST_SKIP() << "no texel buffers";
+  Stream& s = dev().stream(0);
+  Allocator& alloc = dev().allocator();
+  GemmTuning saved = gemm_tuning();
+  gemm_tuning().algo = GemmTuning::Algo::Texel;
+  const int64_t m = 12, n = 20, k = 8;
+  // x in a segment of its own: 1.2 MB comes from a 20 MiB large-pool segment (allocator.h).
+  auto x = std::make_unique<F32>(s, 300000);
+  F32 w(s, k * n), y(s, m * n);
+  w.upload(ramp(k * n, 0.125f, -1.0f));
+  auto host_product = [&](const std::vector<float>& xv) {
+    std::vector<float> want(m * n, 0.0f), wv = ramp(k * n, 0.125f, -1.0f);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t p = 0; p < k; ++p) acc += double(xv[i * k + p]) * wv[p * n + j];
+        want[i * n + j] = static_cast<float>(acc);
+      }
+    return want;
+  };
+  auto record_product = [&] {
+    Gemm g;
+    g.m = m, g.n = n, g.k = k;
+    g.a = GemmMatrix{x->address, DType::Float32, k, 1, 0};
+    g.b = GemmMatrix{w.address, DType::Float32, n, 1, 0};
+    g.c = GemmMatrix{y.address, DType::Float32, n, 1, 0};
+    gemm(s, g);
+    EXPECT_STREQ(last_gemm_algorithm(), "texel");
+  };
+  alloc.empty_cache();
+  auto g = std::make_unique<CapturedGraph>();
+  s.begin_capture(*g);
+  record_product();
+  s.end_capture();
+  ASSERT_TRUE(g->valid());
+  for (float shift : {0.5f, -2.0f}) {
+    std::vector<float> xv = ramp(m * k, 0.25f, shift);
+    xv.resize(x->n, 0.0f);
+    x->upload(xv);
+    g->replay(s);
+    std::vector<float> got = y.download(), want = host_product(xv);
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << i;
+  }
+  // x's segment held only x: freed and emptied, it stays reserved while the graph lives.
+  const int64_t with_x = alloc.stats().reserved_bytes[0].current;
+  x.reset();
+  alloc.empty_cache();
+  EXPECT_EQ(alloc.stats().reserved_bytes[0].current, with_x);
+  g.reset();
+  alloc.empty_cache();
+  EXPECT_EQ(alloc.stats().reserved_bytes[0].current, with_x - static_cast<int64_t>(20 * kMiB));
+  gemm_tuning() = saved;
 }
 
 TEST_F(Graph, ThousandReplays) {

@@ -1,7 +1,9 @@
 // torch_vk._C bindings of the run-time generated kernels (src/kernels/generated.h), for the
 // torch.compile code generator (torch_vk/compiler/):
 //   _compile_kernel(source: str, name: str) -> int          kernel id (compiled or cached)
-//   _launch_kernel(kernel_id, tensors, ints, floats, groups, local_size) -> None
+//   _launch_kernel(kernel_id, tensors, ints, floats, groups, local_size, texels=()) -> None
+//       texels: (tensor, "r32f" | "rgba32f") pairs bound as storage texel buffers 0, 1, ...;
+//       the index of each one's first texel is appended to ints (kernels::launch_generated)
 //   _register_gemm_epilogue(glsl, name) -> int                epilogue id (src/kernels/gemm.h)
 //   _launch_gemm_epilogue(epilogue_id, mat1, mat2, bias, beta, alpha, out_dtype, tensors, floats)
 //   _generated_args_indirect(n_addresses, n_ints, n_floats) -> bool
@@ -103,7 +105,7 @@ c10::SmallVector<float, 16> float_arguments(py::handle floats, const char* what)
 }
 
 void launch_kernel(int64_t kernel_id, py::handle tensors, py::handle ints, py::handle floats,
-                   int64_t groups, int64_t local_size) {
+                   int64_t groups, int64_t local_size, py::handle texels) {
   const kernels::GeneratedKernel* kernel = nullptr;
   try {
     kernel = &kernels::generated_kernel(kernel_id);
@@ -141,13 +143,40 @@ void launch_kernel(int64_t kernel_id, py::handle tensors, py::handle ints, py::h
     }
   }
   const c10::SmallVector<float, 16> float_values = float_arguments(floats, "_launch_kernel");
+  c10::SmallVector<kernels::TexelArgument, 4> texel_args;
+  if (!texels.is_none()) {
+    py::object seq = fast_sequence(texels, "_launch_kernel: texels must be a list of (tensor, format)");
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
+    PyObject** items = PySequence_Fast_ITEMS(seq.ptr());
+    py::list texel_tensors;
+    std::vector<std::string> formats;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      py::tuple pair;
+      try {
+        pair = py::reinterpret_borrow<py::object>(items[i]).cast<py::tuple>();
+      } catch (const py::cast_error&) {
+      }
+      if (pair.size() != 2 || !py::isinstance<py::str>(pair[1]))
+        value_error("_launch_kernel: texels[" + std::to_string(i) + "] is not a (tensor, format) pair");
+      texel_tensors.append(pair[0]);
+      formats.push_back(pair[1].cast<std::string>());
+    }
+    const c10::SmallVector<uint64_t, 16> texel_addresses = tensor_addresses(texel_tensors, "_launch_kernel");
+    for (size_t i = 0; i < formats.size(); ++i) {
+      if (formats[i] != "r32f" && formats[i] != "rgba32f")
+        value_error("_launch_kernel: texel format must be 'r32f' or 'rgba32f', got '" + formats[i] + "'");
+      texel_args.push_back({texel_addresses[i], formats[i] == "r32f" ? TexelFormat::R32Float
+                                                                     : TexelFormat::RGBA32Float});
+    }
+  }
   translate_errors([&] {
     try {
       kernels::launch_generated(current_stream(), *kernel, static_cast<uint32_t>(groups),
                                 static_cast<uint32_t>(local_size), addresses.data(),
                                 static_cast<int>(addresses.size()), int_values.data(),
                                 static_cast<int>(int_values.size()), float_values.data(),
-                                static_cast<int>(float_values.size()));
+                                static_cast<int>(float_values.size()), texel_args.data(),
+                                static_cast<int>(texel_args.size()));
     } catch (const std::invalid_argument& e) {
       value_error(e.what());
     }
@@ -218,6 +247,7 @@ void register_generated_bindings(py::module_& m) {
         "returns its id. Raises RuntimeError with the compiler log on a compile error.");
   m.def("_launch_kernel", &launch_kernel, py::arg("kernel_id"), py::arg("tensors"),
         py::arg("ints"), py::arg("floats"), py::arg("groups"), py::arg("local_size"),
+        py::arg("texels") = py::none(),
         "Records one dispatch of a generated kernel on the current stream (never waits).");
   m.def("_register_gemm_epilogue", &register_gemm_epilogue, py::arg("glsl"), py::arg("name"),
         "Registers a GEMM epilogue (src/kernels/gemm.h); returns its id.");

@@ -77,6 +77,8 @@ py::dict device_properties(c10::DeviceIndex index) {
   d["int64_atomics"] = c.int64_atomics;
   d["cooperative_matrix"] = c.cooperative_matrix;
   d["memory_budget"] = c.memory_budget;
+  d["texel_buffers"] = c.texel_buffers;
+  d["max_texel_buffer_elements"] = c.max_texel_buffer_elements;
   d["subgroup_size"] = c.subgroup_size;
   d["subgroup_basic"] = c.subgroup_basic;
   d["subgroup_vote"] = c.subgroup_vote;
