@@ -43,6 +43,9 @@
 //                     4 groups along n (as for A)
 //     12 UNIT         bit set: that stride is 1 (folds the multiply): 1 a_cs, 2 a_rs, 4 b_rs,
 //                     8 b_cs, 16 c_cs, 32 c_rs (direct only; the tiled launcher passes 0)
+//     13 EXACT_GRID   1: the grid is exactly (column tiles, row tiles, batch), so each
+//                     workgroup runs one tile without the grid-stride loops (on lavapipe the
+//                     loop nest around the k loop costs ~20% more instructions)
 //   Texel (GEMM_TEXEL): the first 16 bytes hold int32 texel indices instead of the addresses
 //   of A and B: a_texel, b_texel, c_texel, bias_texel, the float32 element (0, 0) of batch 0
 //   of each operand in its segment's views (set 0: 0 A as rgba32f, 1 A as r32f, 2 B rgba32f,
@@ -101,6 +104,7 @@ layout(constant_id = 9) const int BK = 16;
 layout(constant_id = 10) const int A_LOAD = 0;
 layout(constant_id = 11) const int B_LOAD = 0;
 layout(constant_id = 12) const int UNIT = 0;
+layout(constant_id = 13) const int EXACT_GRID = 0;
 
 const int BM = WM * TM;
 const int BN = WN * TN;
@@ -294,44 +298,42 @@ int row_of(int tm, int i) { return VEC_A_M ? (tm + (i / 4) * WM) * 4 + (i % 4) :
 int col_of(int tn, int j) { return VEC_B_N ? (tn + (j / 4) * WN) * 4 + (j % 4) : tn + j * WN; }
 
 // g_acc += A[rows, k .. k + 3] @ B[k .. k + 3, columns]; a_off / b_off: texel index of each
-// row of A at k = 0 / each column of B at k = 0.
+// row of A at k = 0 / each column of B at k = 0. Vector-along-k operands come with all four
+// k at once; the others are loaded per k, next to the FMAs that use them (fewer values live
+// at once: on a CPU device each is a vector register, and the register block already spills).
 void texel_step4(int k, int a_off[TM], int b_off[TN]) {
-  float av[TM][4], bv[4][TN];
-  if (VEC_A_K) {
-    [[unroll]] for (int i = 0; i < TM; ++i) {
-      vec4 v = imageLoad(texel_a4, (a_off[i] + k) >> 2);
-      [[unroll]] for (int q = 0; q < 4; ++q) av[i][q] = v[q];
-    }
-  } else if (VEC_A_M) {
-    [[unroll]] for (int i = 0; i < TM; i += 4)
-      [[unroll]] for (int q = 0; q < 4; ++q) {
+  vec4 ak[VEC_A_K ? TM : 1], bk[VEC_B_K ? TN : 1];
+  if (VEC_A_K)
+    [[unroll]] for (int i = 0; i < TM; ++i) ak[i] = imageLoad(texel_a4, (a_off[i] + k) >> 2);
+  if (VEC_B_K)
+    [[unroll]] for (int j = 0; j < TN; ++j) bk[j] = imageLoad(texel_b4, (b_off[j] + k) >> 2);
+  [[unroll]] for (int q = 0; q < 4; ++q) {
+    float av[TM], bv[TN];
+    if (VEC_A_K) {
+      [[unroll]] for (int i = 0; i < TM; ++i) av[i] = ak[i][q];
+    } else if (VEC_A_M) {
+      [[unroll]] for (int i = 0; i < TM; i += 4) {
         vec4 v = imageLoad(texel_a4, (a_off[i] + (k + q) * pc.a_cs) >> 2);
-        [[unroll]] for (int c = 0; c < 4; ++c) av[i + c][q] = v[c];
+        [[unroll]] for (int c = 0; c < 4; ++c) av[i + c] = v[c];
       }
-  } else {
-    [[unroll]] for (int i = 0; i < TM; ++i)
-      [[unroll]] for (int q = 0; q < 4; ++q)
-        av[i][q] = imageLoad(texel_a1, a_off[i] + (k + q) * pc.a_cs).x;
-  }
-  if (VEC_B_K) {
-    [[unroll]] for (int j = 0; j < TN; ++j) {
-      vec4 v = imageLoad(texel_b4, (b_off[j] + k) >> 2);
-      [[unroll]] for (int q = 0; q < 4; ++q) bv[q][j] = v[q];
+    } else {
+      [[unroll]] for (int i = 0; i < TM; ++i)
+        av[i] = imageLoad(texel_a1, a_off[i] + (k + q) * pc.a_cs).x;
     }
-  } else if (VEC_B_N) {
-    [[unroll]] for (int q = 0; q < 4; ++q)
+    if (VEC_B_K) {
+      [[unroll]] for (int j = 0; j < TN; ++j) bv[j] = bk[j][q];
+    } else if (VEC_B_N) {
       [[unroll]] for (int j = 0; j < TN; j += 4) {
         vec4 v = imageLoad(texel_b4, (b_off[j] + (k + q) * pc.b_rs) >> 2);
-        [[unroll]] for (int c = 0; c < 4; ++c) bv[q][j + c] = v[c];
+        [[unroll]] for (int c = 0; c < 4; ++c) bv[j + c] = v[c];
       }
-  } else {
-    [[unroll]] for (int q = 0; q < 4; ++q)
+    } else {
       [[unroll]] for (int j = 0; j < TN; ++j)
-        bv[q][j] = imageLoad(texel_b1, b_off[j] + (k + q) * pc.b_rs).x;
-  }
-  [[unroll]] for (int q = 0; q < 4; ++q)
+        bv[j] = imageLoad(texel_b1, b_off[j] + (k + q) * pc.b_rs).x;
+    }
     [[unroll]] for (int i = 0; i < TM; ++i)
-      [[unroll]] for (int j = 0; j < TN; ++j) g_acc[i * TN + j] += av[i][q] * bv[q][j];
+      [[unroll]] for (int j = 0; j < TN; ++j) g_acc[i * TN + j] += av[i] * bv[j];
+  }
 }
 
 // g_acc += A[rows, k] @ B[k, columns] (the K % 4 tail: no vector-along-k mode here).
@@ -374,7 +376,13 @@ void tile(int bt, int ty, int tx) {
     b_off[j] = b0 + min(n, pc.N - 1) * pc.b_cs;
   }
   [[unroll]] for (int i = 0; i < TM * TN; ++i) g_acc[i] = 0.0;
+  // Two steps per iteration: on lavapipe every loop iteration blends each value it assigns
+  // with the loop's lane mask, so fewer iterations cost fewer instructions.
   int k = 0;
+  for (; k + 8 <= pc.K; k += 8) {
+    texel_step4(k, a_off, b_off);
+    texel_step4(k + 4, a_off, b_off);
+  }
   for (; k + 4 <= pc.K; k += 4) texel_step4(k, a_off, b_off);
   for (; k < pc.K; ++k) texel_step1(k, a_off, b_off);
   store_block(bt, row0, col0, tm, tn);
@@ -705,6 +713,10 @@ void tile(int bt, int ty, int tx) {
 #endif
 
 void main() {
+  if (EXACT_GRID == 1) {
+    tile(int(gl_WorkGroupID.z), int(gl_WorkGroupID.y), int(gl_WorkGroupID.x));
+    return;
+  }
   uint tiles_m = (uint(pc.M) + uint(BM) - 1u) / uint(BM);
   uint tiles_n = (uint(pc.N) + uint(BN) - 1u) / uint(BN);
   for (uint bt = gl_WorkGroupID.z; bt < uint(pc.batch); bt += gl_NumWorkGroups.z)
