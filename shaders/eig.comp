@@ -22,25 +22,28 @@
 // dgeev use.
 //
 // Portable baseline. The working matrices live in device memory (`work`, one slice per
-// matrix). Control decisions of the QR iteration (deflation, shifts, where a sweep starts)
-// are made by every invocation from the same values, read after a barrier, so control flow
-// stays uniform; the invocations split each row / column update and meet at barriers. Each
-// phase is its own dispatch, and the long loops are split over dispatches (Hessenberg
-// columns [begin, end); QR iterations until `end - begin` bulge-chase steps have run, state
-// kept in `state`) so a dispatch stays at a few hundred workgroup barriers (lavapipe lost
-// writes of dispatches with thousands, see orthogonal.comp). A matrix whose QR iteration has
-// finished returns at once from later QR dispatches. A real-GPU version for large n would use
-// a blocked Hessenberg reduction (GEMM-rich), multishift QR with aggressive early deflation
-// (LAPACK's laqr0) and blocked back-transformation; this one is for small and batched
-// matrices.
+// matrix). Control decisions (balancing's isolation tests and scalings, the QR iteration's
+// deflations, shifts and where a sweep starts) are made by every invocation from the same
+// values, read after a barrier, so control flow stays uniform; the invocations split each row
+// / column update and meet at barriers. Every phase is its own dispatch and the long ones are
+// split over dispatches, so that no invocation runs more than ~32k loop iterations (all loops
+// together) in one dispatch: lavapipe's shader compiler (gallivm) ends every loop after its
+// current pass once an invocation has run 65535 loop iterations (its infinite-loop guard),
+// which silently truncates longer work. Fixed-size work comes in ranges [begin, end) chosen by
+// the launcher (Hessenberg columns, reflectors of Z, eigenvectors, output columns); balancing
+// and the QR iteration run until their work budget `end - begin` is spent, their progress kept
+// in `state`, and return at once when done. A real-GPU version for large n would use a blocked
+// Hessenberg reduction (GEMM-rich), multishift QR with aggressive early deflation (LAPACK's
+// laqr0) and blocked back-transformation; this one is for small and batched matrices.
 //
 // Built per kind by tools/build_shaders.py (eig.variants.toml).
 // ABI (mirrored by EigPush in src/kernels/eig.cpp): element strides, every offset < 2^31.
 //   in:    (batch, n, n) real matrices, element (b, i, j) at b * in_sb + i * in_rs + j * in_cs.
-//   state: int32 (batch, 8): [0] info (0; k > 0: the QR iteration did not converge, LAPACK's
+//   state: int32 (batch, 16): [0] info (0; k > 0: the QR iteration did not converge, LAPACK's
 //          info = the 1-based row it was working on; -1: the input has an Inf or NaN, nothing
 //          computed), [1] ilo, [2] ihi (balancing), [3] i, [4] l, [5] iterations without
-//          deflation, [6] iterations for the current i, [7] 1 once the QR iteration ended.
+//          deflation, [6] iterations for the current i, [7] 1 once the QR iteration ended,
+//          [8..14] balancing's progress (stage, cursor, k, l, moved, scan end, pass).
 //   vals:  (batch, n) complex (interleaved re, im) at b * vals_sb + j * vals_s (real-view
 //          element strides; im at + 1). Non-finite input: NaN.
 //   vecs:  (batch, n, n) complex, eigenvectors as columns, (b, i, j) at b * vec_sb + i * vec_rs
@@ -48,7 +51,9 @@
 //   work:  per matrix (work_stride elements): H n*n | Z n*n | X n*n | V n*n (column-major)
 //          | balancing scale n | tau n | wr n | wi n | column norms n.
 //   flags bit 0: eigenvectors (else the QR iteration transforms only the active block, as
-//          LAPACK's eigenvalue-only path, and phases 4-5 are skipped).
+//          LAPACK's eigenvalue-only path, and phases 4-5 are skipped); bit 1: the last
+//          balancing dispatch (balancing that has not finished stops there: any prefix of its
+//          steps is a similarity, only LAPACK's exact scaling is lost).
 //   itmax: iterations allowed per eigenvalue (0: LAPACK's 30 * max(10, ihi - ilo + 1)).
 //   Specialization constant 0 = local_size_x (a power of two).
 #extension GL_GOOGLE_include_directive : require
@@ -112,6 +117,9 @@ layout(push_constant) uniform Push {
 #define PHASE_VECTORS 4
 #define PHASE_BACK 5
 #define PHASE_OUTPUT 6
+#define PHASE_BALANCE 7
+#define PHASE_CLEAR 8
+#define PHASE_COLUMN_NORMS 9
 
 #define ST_INFO 0
 #define ST_ILO 1
@@ -121,10 +129,18 @@ layout(push_constant) uniform Push {
 #define ST_KDEFL 5
 #define ST_ITS 6
 #define ST_DONE 7
-#define STATE_INTS 8
+#define ST_BSTAGE 8   // balancing: 0 rows, 1 columns, 2 scaling, 3 done
+#define ST_BCUR 9     // the row / column / index being examined
+#define ST_BK 10
+#define ST_BL 11
+#define ST_BMOVED 12  // a permutation or scaling in the current scan
+#define ST_BEND 13    // end of the current column scan
+#define ST_BPASS 14   // scaling passes done
+#define STATE_INTS 16
 
 const uint WG = gl_WorkGroupSize.x;
 shared T red_v[gl_WorkGroupSize.x];
+shared T red_w[gl_WorkGroupSize.x];
 shared int s_flag;
 
 // Every workgroup barrier of this file goes through here: buffer and shared writes of one step
@@ -157,6 +173,51 @@ T wg_max(T x) {
     sync();
   }
   T r = red_v[0];
+  sync();
+  return r;
+}
+
+// Two reductions at once (balancing's row and column statistics).
+void wg_max2(inout T x, inout T y) {
+  uint l = gl_LocalInvocationID.x;
+  red_v[l] = x;
+  red_w[l] = y;
+  sync();
+  for (uint h = WG / 2u; h > 0u; h >>= 1) {
+    if (l < h) {
+      red_v[l] = max(red_v[l], red_v[l + h]);
+      red_w[l] = max(red_w[l], red_w[l + h]);
+    }
+    sync();
+  }
+  x = red_v[0];
+  y = red_w[0];
+  sync();
+}
+void wg_sum2(inout T x, inout T y) {
+  uint l = gl_LocalInvocationID.x;
+  red_v[l] = x;
+  red_w[l] = y;
+  sync();
+  for (uint h = WG / 2u; h > 0u; h >>= 1) {
+    if (l < h) {
+      red_v[l] += red_v[l + h];
+      red_w[l] += red_w[l + h];
+    }
+    sync();
+  }
+  x = red_v[0];
+  y = red_w[0];
+  sync();
+}
+
+// Whether any invocation passes true.
+bool wg_any(bool x) {
+  if (gl_LocalInvocationID.x == 0u) s_flag = 0;
+  sync();
+  if (x) atomicOr(s_flag, 1);
+  sync();
+  const bool r = s_flag != 0;
   sync();
   return r;
 }
@@ -213,119 +274,6 @@ CT cdiv(CT a, CT b) {
 T cabs1(CT a) { return abs(a.x) + abs(a.y); }
 
 // ---------------------------------------------------------------- 1. load and balance
-void swap_h(int i1, int j1, int i2, int j2) {
-  T t = h(i1, j1);
-  set_h(i1, j1, h(i2, j2));
-  set_h(i2, j2, t);
-}
-
-// Euclidean norm of `count` entries of H from (i, j) in steps of (di, dj), scaled by the
-// largest entry (no overflow / underflow), and that largest entry.
-T scaled_norm(int i, int j, int di, int dj, int count, out T amax) {
-  amax = T(0);
-  for (int t = 0; t < count; ++t) amax = max(amax, abs(h(i + t * di, j + t * dj)));
-  if (amax == T(0)) return T(0);
-  T ssq = T(0);
-  for (int t = 0; t < count; ++t) {
-    T x = h(i + t * di, j + t * dj) / amax;
-    ssq += x * x;
-  }
-  return amax * sqrt(ssq);
-}
-
-// gebal 'B' on the finite matrix H, by one invocation (O(n^2) per pass over the rows). Stores
-// ilo / ihi in the state and the scale array: the row index exchanged with i for i < ilo or
-// i > ihi, the scaling factor for ilo <= i <= ihi (as LAPACK's SCALE).
-void balance() {
-  int k = 0, l = N - 1;
-  // Rows with no off-diagonal entry in columns 0..l isolate an eigenvalue: move them to the
-  // bottom. A scan continues below the row it moved (LAPACK 3.12's order).
-  bool moved = true;
-  while (moved) {
-    moved = false;
-    for (int i = l; i >= 0; --i) {
-      bool isolated = true;
-      for (int j = 0; j <= l && isolated; ++j) isolated = j == i || h(i, j) == T(0);
-      if (!isolated) continue;
-      W.v[SC0 + l] = T(i);
-      if (i != l) {
-        for (int r = 0; r <= l; ++r) swap_h(r, i, r, l);
-        for (int c = k; c < N; ++c) swap_h(i, c, l, c);
-      }
-      moved = true;
-      if (l == 0) {
-        S.v[S0 + ST_ILO] = 0;
-        S.v[S0 + ST_IHI] = 0;
-        return;
-      }
-      --l;
-    }
-  }
-  // Columns with no off-diagonal entry in rows k..l: move them to the left.
-  moved = true;
-  while (moved) {
-    moved = false;
-    const int first = k;
-    for (int j = first; j <= l; ++j) {
-      bool isolated = true;
-      for (int i = k; i <= l && isolated; ++i) isolated = i == j || h(i, j) == T(0);
-      if (!isolated) continue;
-      W.v[SC0 + k] = T(j);
-      if (j != k) {
-        for (int r = 0; r <= l; ++r) swap_h(r, j, r, k);
-        for (int c = k; c < N; ++c) swap_h(j, c, k, c);
-      }
-      moved = true;
-      ++k;
-    }
-  }
-  for (int i = k; i <= l; ++i) W.v[SC0 + i] = T(1);
-  // Scaling by powers of 2 until no row / column pair's norm sum drops by 5% (the pass cap
-  // only guards against a pathological non-termination).
-  const T sfmin1 = T_SAFMIN / T_EPS, sfmax1 = T(1) / sfmin1;
-  const T sfmin2 = sfmin1 * T(2), sfmax2 = T(1) / sfmin2;
-  bool changed = true;
-  for (int pass = 0; changed && pass < 200; ++pass) {
-    changed = false;
-    for (int i = k; i <= l; ++i) {
-      T unused, ca, ra;
-      T c = scaled_norm(k, i, 1, 0, l - k + 1, unused);
-      T r = scaled_norm(i, k, 0, 1, l - k + 1, unused);
-      scaled_norm(0, i, 1, 0, l + 1, ca);
-      scaled_norm(i, k, 0, 1, N - k, ra);
-      if (c == T(0) || r == T(0)) continue;
-      T g = r / T(2), f = T(1), s = c + r;
-      while (c < g && max(f, max(c, ca)) < sfmax2 && min(r, min(g, ra)) > sfmin2) {
-        f *= T(2);
-        c *= T(2);
-        ca *= T(2);
-        r /= T(2);
-        g /= T(2);
-        ra /= T(2);
-      }
-      g = c / T(2);
-      while (g >= r && max(r, ra) < sfmax2 && min(min(f, c), min(g, ca)) > sfmin2) {
-        f /= T(2);
-        c /= T(2);
-        g /= T(2);
-        ca /= T(2);
-        r *= T(2);
-        ra *= T(2);
-      }
-      if (c + r >= T(0.95) * s) continue;
-      T si = W.v[SC0 + i];
-      if (f < T(1) && si < T(1) && f * si <= sfmin1) continue;
-      if (f > T(1) && si > T(1) && si >= sfmax1 / f) continue;
-      W.v[SC0 + i] = si * f;
-      changed = true;
-      for (int c2 = k; c2 < N; ++c2) set_h(i, c2, h(i, c2) / f);
-      for (int r2 = 0; r2 <= l; ++r2) set_h(r2, i, h(r2, i) * f);
-    }
-  }
-  S.v[S0 + ST_ILO] = k;
-  S.v[S0 + ST_IHI] = l;
-}
-
 void phase_init(int b) {
   TArr IN = TArr(pc.in_addr);
   const int in0 = b * pc.in_sb;
@@ -336,28 +284,208 @@ void phase_init(int b) {
     W.v[H0 + idx] = a;
     finite = finite && is_finite(a);
   }
-  if (LID == 0) s_flag = 0;
-  sync();
-  if (!finite) atomicOr(s_flag, 1);
-  sync();
-  const bool bad = s_flag != 0;
+  const bool bad = wg_any(!finite);
   if (LID == 0) {
     for (int t = 0; t < STATE_INTS; ++t) S.v[S0 + t] = 0;
+    S.v[S0 + ST_BL] = N - 1;
+    S.v[S0 + ST_BCUR] = N - 1;
+    S.v[S0 + ST_IHI] = N - 1;
     if (bad) {
       S.v[S0 + ST_INFO] = -1;
       S.v[S0 + ST_DONE] = 1;
-      S.v[S0 + ST_IHI] = N - 1;
-    } else {
-      balance();
-      const int ilo = S.v[S0 + ST_ILO], ihi = S.v[S0 + ST_IHI];
-      // Eigenvalues isolated by the permutations.
-      for (int i = 0; i < N; ++i) {
-        W.v[WR0 + i] = h(i, i);
-        W.v[WI0 + i] = T(0);
-      }
-      S.v[S0 + ST_I] = ihi;
-      S.v[S0 + ST_L] = ilo;
+      S.v[S0 + ST_BSTAGE] = 3;
     }
+  }
+}
+
+// Exchanges rows and columns p and q of the active part as gebal does: columns over rows
+// 0..l, then rows over columns k..n-1 (two parallel passes).
+void exchange(int p, int q, int k, int l) {
+  for (int r = LID; r <= l; r += int(WG)) {
+    T t = h(r, p);
+    set_h(r, p, h(r, q));
+    set_h(r, q, t);
+  }
+  sync();
+  for (int c = k + LID; c < N; c += int(WG)) {
+    T t = h(p, c);
+    set_h(p, c, h(q, c));
+    set_h(q, c, t);
+  }
+  sync();
+}
+
+// Ends balancing with the active window [k, l]: ilo / ihi, the eigenvalues outside it, and
+// the QR iteration's start.
+void finish_balance(int k, int l, bool init_scale) {
+  for (int i = LID; i < N; i += int(WG)) {
+    if (init_scale && i >= k && i <= l) W.v[SC0 + i] = T(1);
+    W.v[WR0 + i] = h(i, i);
+    W.v[WI0 + i] = T(0);
+  }
+  if (LID == 0) {
+    S.v[S0 + ST_ILO] = k;
+    S.v[S0 + ST_IHI] = l;
+    S.v[S0 + ST_I] = l;
+    S.v[S0 + ST_L] = k;
+    S.v[S0 + ST_BSTAGE] = 3;
+  }
+}
+
+// gebal 'B', step by step, until the dispatch's work budget is spent. Stage 0: rows with no
+// off-diagonal entry in columns 0..l isolate an eigenvalue and move to the bottom (a scan goes
+// from row l down, continuing below a moved row, and repeats while it moved one: LAPACK
+// 3.12's order). Stage 1: columns with no off-diagonal entry in rows k..l move to the left.
+// Stage 2: passes over i = k..l scaling row / column i by a power of 2 that brings their norms
+// (over the active part) together, until a pass changes nothing. The scale array ends as
+// LAPACK's SCALE: for i < ilo or i > ihi the index exchanged with i, else the factor.
+void phase_balance() {
+  if (S.v[S0 + ST_BSTAGE] == 3) return;  // uniform: done (or non-finite input)
+  int stage = S.v[S0 + ST_BSTAGE], cur = S.v[S0 + ST_BCUR];
+  int k = S.v[S0 + ST_BK], l = S.v[S0 + ST_BL];
+  bool moved = S.v[S0 + ST_BMOVED] != 0;
+  int scan_end = S.v[S0 + ST_BEND], pass = S.v[S0 + ST_BPASS];
+  sync();  // everyone has read the state (lid 0 rewrites it at the end)
+  const int q = (N + int(WG) - 1) / int(WG);
+  const int unit = 8 * q + 4 * findMSB(WG) + 24;  // loop iterations of one step, bounded
+  const int budget = pc.end - pc.begin;
+  const T sfmin1 = T_SAFMIN / T_EPS, sfmax1 = T(1) / sfmin1;
+  const T sfmin2 = sfmin1 * T(2), sfmax2 = T(1) / sfmin2;
+  for (int work = 0; stage != 3 && work + unit <= budget; work += unit) {
+    if (stage == 0) {
+      const int i = cur;
+      bool nz = false;
+      for (int j = LID; j <= l; j += int(WG)) nz = nz || (j != i && h(i, j) != T(0));
+      if (!wg_any(nz)) {
+        if (LID == 0) W.v[SC0 + l] = T(i);
+        if (i != l) exchange(i, l, k, l);
+        moved = true;
+        if (l == 0) {
+          finish_balance(0, 0, false);
+          stage = 3;
+          break;
+        }
+        --l;
+      }
+      cur = i - 1;
+      if (cur < 0) {
+        if (moved) {
+          cur = l;
+        } else {
+          stage = 1;
+          cur = k;
+          scan_end = l;
+        }
+        moved = false;
+      }
+    } else if (stage == 1) {
+      const int j = cur;
+      bool nz = false;
+      for (int i = k + LID; i <= l; i += int(WG)) nz = nz || (i != j && h(i, j) != T(0));
+      if (!wg_any(nz)) {
+        if (LID == 0) W.v[SC0 + k] = T(j);
+        if (j != k) exchange(j, k, k, l);
+        moved = true;
+        ++k;
+      }
+      cur = j + 1;
+      if (cur > scan_end) {
+        if (moved) {
+          cur = k;
+          scan_end = l;
+        } else {
+          for (int i = k + LID; i <= l; i += int(WG)) W.v[SC0 + i] = T(1);
+          stage = 2;
+          cur = k;
+          pass = 0;
+        }
+        moved = false;
+      }
+    } else {
+      const int i = cur;
+      // Largest entries of column i (rows 0..l) and row i (columns k..n-1), then the norms
+      // of both over the active part, scaled by those (no overflow / underflow).
+      T ca = T(0), ra = T(0);
+      for (int r = LID; r <= l; r += int(WG)) ca = max(ca, abs(h(r, i)));
+      for (int c2 = k + LID; c2 < N; c2 += int(WG)) ra = max(ra, abs(h(i, c2)));
+      wg_max2(ca, ra);
+      T cs = T(0), rs = T(0);
+      for (int t = k + LID; t <= l; t += int(WG)) {
+        if (ca > T(0)) {
+          const T x = h(t, i) / ca;
+          cs += x * x;
+        }
+        if (ra > T(0)) {
+          const T y = h(i, t) / ra;
+          rs += y * y;
+        }
+      }
+      wg_sum2(cs, rs);
+      T c = ca > T(0) ? ca * sqrt(cs) : T(0);
+      T r = ra > T(0) ? ra * sqrt(rs) : T(0);
+      T f = T(1);
+      bool apply = false;
+      if (c != T(0) && r != T(0)) {
+        T g = r / T(2);
+        const T s = c + r;
+        while (c < g && max(f, max(c, ca)) < sfmax2 && min(r, min(g, ra)) > sfmin2) {
+          f *= T(2);
+          c *= T(2);
+          ca *= T(2);
+          r /= T(2);
+          g /= T(2);
+          ra /= T(2);
+        }
+        g = c / T(2);
+        while (g >= r && max(r, ra) < sfmax2 && min(min(f, c), min(g, ca)) > sfmin2) {
+          f /= T(2);
+          c /= T(2);
+          g /= T(2);
+          ca /= T(2);
+          r *= T(2);
+          ra *= T(2);
+        }
+        const T si = W.v[SC0 + i];
+        apply = c + r < T(0.95) * s;
+        if (apply && f < T(1) && si < T(1) && f * si <= sfmin1) apply = false;
+        if (apply && f > T(1) && si > T(1) && si >= sfmax1 / f) apply = false;
+        sync();  // every invocation has read scale[i]
+        if (apply) {
+          if (LID == 0) W.v[SC0 + i] = si * f;
+          for (int c2 = k + LID; c2 < N; c2 += int(WG)) set_h(i, c2, h(i, c2) / f);
+          sync();
+          for (int r2 = LID; r2 <= l; r2 += int(WG)) set_h(r2, i, h(r2, i) * f);
+          sync();
+          moved = true;
+        }
+      }
+      cur = i + 1;
+      if (cur > l) {
+        ++pass;
+        if (!moved || pass >= 100) {
+          finish_balance(k, l, false);
+          stage = 3;
+          break;
+        }
+        cur = k;
+        moved = false;
+      }
+    }
+  }
+  if (stage != 3 && (pc.flags & 2) != 0) {
+    // The last balancing dispatch: stop here (the steps done so far are a similarity).
+    finish_balance(k, l, stage < 2);
+    stage = 3;
+  }
+  sync();
+  if (LID == 0 && stage != 3) {
+    S.v[S0 + ST_BSTAGE] = stage;
+    S.v[S0 + ST_BCUR] = cur;
+    S.v[S0 + ST_BK] = k;
+    S.v[S0 + ST_BL] = l;
+    S.v[S0 + ST_BMOVED] = moved ? 1 : 0;
+    S.v[S0 + ST_BEND] = scan_end;
+    S.v[S0 + ST_BPASS] = pass;
   }
 }
 
@@ -416,26 +544,30 @@ void phase_hessenberg() {
   }
 }
 
-// 2b. Z = H_ilo H_ilo+1 ... H_ihi-2 (orghr), one invocation per row of Z (rows are
-// independent: Z <- Z H_c touches row r only through row r); then H's reflector tails are
-// cleared, leaving the Hessenberg matrix.
+// 2b. Z = H_ilo H_ilo+1 ... H_ihi-2 (orghr), reflectors [begin, end) per dispatch (the first
+// sets Z = I), one invocation per row of Z (rows are independent: Z <- Z H_c touches row r
+// only through row r, and row r stays with invocation r mod WG across the dispatches).
 void phase_form_z() {
   if (S.v[S0 + ST_INFO] != 0) return;  // uniform
   const int ilo = S.v[S0 + ST_ILO], ihi = S.v[S0 + ST_IHI];
-  if ((pc.flags & 1) != 0)
-    for (int r = LID; r < N; r += int(WG)) {
+  for (int r = LID; r < N; r += int(WG)) {
+    if (pc.begin == 0)
       for (int j = 0; j < N; ++j) W.v[Z0 + j * N + r] = r == j ? T(1) : T(0);
-      for (int c = ilo; c < ihi - 1; ++c) {
-        const T tau = W.v[TAU0 + c];
-        if (tau == T(0)) continue;
-        T w = W.v[Z0 + (c + 1) * N + r];
-        for (int t = c + 2; t <= ihi; ++t) w += W.v[Z0 + t * N + r] * h(t, c);
-        w *= tau;
-        W.v[Z0 + (c + 1) * N + r] -= w;
-        for (int t = c + 2; t <= ihi; ++t) W.v[Z0 + t * N + r] -= w * h(t, c);
-      }
+    for (int c = max(ilo, pc.begin); c < min(ihi - 1, pc.end); ++c) {
+      const T tau = W.v[TAU0 + c];
+      if (tau == T(0)) continue;
+      T w = W.v[Z0 + (c + 1) * N + r];
+      for (int t = c + 2; t <= ihi; ++t) w += W.v[Z0 + t * N + r] * h(t, c);
+      w *= tau;
+      W.v[Z0 + (c + 1) * N + r] -= w;
+      for (int t = c + 2; t <= ihi; ++t) W.v[Z0 + t * N + r] -= w * h(t, c);
     }
-  sync();
+  }
+}
+
+// 2c. Clears the reflector tails below H's subdiagonal, leaving the Hessenberg matrix.
+void phase_clear() {
+  if (S.v[S0 + ST_INFO] != 0) return;  // uniform
   for (int idx = LID; idx < N * N; idx += int(WG)) {
     int i = idx % N, j = idx / N;
     if (i > j + 1) W.v[H0 + idx] = T(0);
@@ -584,8 +716,9 @@ void reflector3(T alpha, inout T x2, inout T x3, out T beta, out T tau) {
   x3 *= scale;
 }
 
-// Runs QR iterations on the state's active window until it is done or `budget` bulge-chase
-// steps have run (the step that crosses the budget completes its sweep).
+// Runs QR iterations on the state's active window until it is done or the work budget (loop
+// iterations, counted from the loops' lengths) would be exceeded by the next iteration; every
+// dispatch runs at least one.
 void phase_qr() {
   if (S.v[S0 + ST_DONE] != 0) return;  // uniform
   const bool vectors = (pc.flags & 1) != 0;
@@ -598,9 +731,11 @@ void phase_qr() {
   const T ulp = T_EPS;
   const T smlnum = T_SAFMIN * (T(nh) / ulp);
   const int budget = pc.end - pc.begin;
-  int steps = 0;
+  const int q = (N + int(WG) - 1) / int(WG);
+  const int per_step = 3 * q + 8;  // the left, right and Z loops of a bulge-chase step
+  int work = 0;
   sync();  // everyone has read the state (lid 0 rewrites it at the end)
-  while (i >= ilo && steps < budget) {
+  while (i >= ilo && (work == 0 || work + (i - l + 3) * per_step + 32 <= budget)) {
     // Look for a negligible subdiagonal entry H(k, k-1), k in (l, i] (Ahues-Kressner).
     int k = i;
     for (; k > l; --k) {
@@ -620,6 +755,7 @@ void phase_qr() {
         if (ba * (ab / s) <= max(smlnum, ulp * (bb * (aa / s)))) break;
       }
     }
+    work += i - k + 2;
     l = k;
     const int i1 = vectors ? 0 : l, i2 = vectors ? N - 1 : i;
     if (l >= i - 1) {
@@ -658,7 +794,7 @@ void phase_qr() {
       its = 0;
       i = l - 1;
       l = ilo;
-      ++steps;  // deflations count against the budget too (1-2 barriers each)
+      work += per_step + 24;  // the rotations and lanv2's rescaling loop
       continue;
     }
     if (its > itmax) {
@@ -793,7 +929,7 @@ void phase_qr() {
       }
       sync();
     }
-    steps += i - m;
+    work += (i - m) * per_step + (i - m) + 8;
   }
   sync();
   if (LID == 0) {
@@ -876,7 +1012,9 @@ bool pair_below(int j) { return j > 0 && h(j, j - 1) != T(0); }
 // Column ki of X (a real eigenvalue) or columns ki-1, ki (real and imaginary part of the
 // vector of wr + i wi, wi > 0, a 2x2 block ending at ki): back-substitution through T's
 // leading ki (ki - 1) rows, right-hand sides scaled down (by `scale`) whenever a component
-// would overflow given the column norms of T (trevc). Rows beyond the block are 0.
+// would overflow given the column norms of T (trevc). Rows beyond the block are 0. Each
+// block solve is computed by every invocation (uniform), the right-hand side update is split
+// over the rows.
 void eigenvector(int ki, bool pair, T smlnum, T bignum) {
   const int xr = X0 + (pair ? ki - 1 : ki) * N;  // real part
   const int xi = X0 + ki * N;                     // imaginary part (pairs)
@@ -885,7 +1023,7 @@ void eigenvector(int ki, bool pair, T smlnum, T bignum) {
   const T smin = max(T_EPS * (abs(wr) + abs(wi)), smlnum);
   int top;  // the rows above the eigenvalue's own block: 0 .. top - 1
   if (!pair) {
-    for (int r = 0; r < N; ++r) W.v[xr + r] = r < ki ? -h(r, ki) : (r == ki ? T(1) : T(0));
+    for (int r = LID; r < N; r += int(WG)) W.v[xr + r] = r < ki ? -h(r, ki) : (r == ki ? T(1) : T(0));
     top = ki;
   } else {
     T re1, im2;
@@ -896,12 +1034,13 @@ void eigenvector(int ki, bool pair, T smlnum, T bignum) {
       re1 = -wi / h(ki, ki - 1);
       im2 = T(1);
     }
-    for (int r = 0; r < N; ++r) {
+    for (int r = LID; r < N; r += int(WG)) {
       W.v[xr + r] = r < ki - 1 ? -re1 * h(r, ki - 1) : (r == ki - 1 ? re1 : T(0));
       W.v[xi + r] = r < ki - 1 ? -im2 * h(r, ki) : (r == ki ? im2 : T(0));
     }
     top = ki - 1;
   }
+  sync();
   int j = top - 1;
   while (j >= 0) {
     const bool two = pair_below(j);
@@ -921,55 +1060,71 @@ void eigenvector(int ki, bool pair, T smlnum, T bignum) {
         scale /= xnorm;
       }
     }
-    if (scale != T(1))
-      for (int r = 0; r <= ki; ++r) {
-        W.v[xr + r] *= scale;
-        if (pair) W.v[xi + r] *= scale;
+    sync();  // every invocation has read the right-hand side of the block
+    // Rows 0..ki: scaled, the block's rows set, the rows above updated (row r by one
+    // invocation).
+    for (int r = LID; r <= ki; r += int(WG)) {
+      if (r == j1 || (two && r == j)) {
+        const CT x = r == j1 ? r1 : r2;
+        W.v[xr + r] = x.x;
+        if (pair) W.v[xi + r] = x.y;
+        continue;
       }
-    W.v[xr + j1] = r1.x;
-    if (pair) W.v[xi + j1] = r1.y;
-    if (two) {
-      W.v[xr + j] = r2.x;
-      if (pair) W.v[xi + j] = r2.y;
+      T re = W.v[xr + r], im = pair ? W.v[xi + r] : T(0);
+      if (scale != T(1)) {
+        re *= scale;
+        im *= scale;
+      }
+      if (r < j1) {
+        const T t1 = h(r, j1), t2 = two ? h(r, j) : T(0);
+        re -= r1.x * t1 + r2.x * t2;
+        im -= r1.y * t1 + r2.y * t2;
+      }
+      W.v[xr + r] = re;
+      if (pair) W.v[xi + r] = im;
     }
-    for (int r = 0; r < j1; ++r) {
-      T t = h(r, j1);
-      W.v[xr + r] -= r1.x * t + (two ? r2.x * h(r, j) : T(0));
-      if (pair) W.v[xi + r] -= r1.y * t + (two ? r2.y * h(r, j) : T(0));
-    }
+    sync();
     j = j1 - 1;
   }
 }
 
-// One invocation per eigenvalue block (a real eigenvalue, or the second column of a pair).
-void phase_vectors() {
+// The 1-norms of T's strictly upper columns (trevc's overflow control), one invocation per
+// column.
+void phase_column_norms() {
   if (S.v[S0 + ST_INFO] != 0) return;  // uniform
   for (int j = LID; j < N; j += int(WG)) {
     T acc = T(0);
     for (int r = 0; r < j; ++r) acc += abs(h(r, j));
     W.v[CN0 + j] = acc;
   }
-  sync();
+}
+
+// The eigenvectors whose block ends at a column in [begin, end) (a real eigenvalue, or the
+// second column of a pair), one after the other, each split over the workgroup.
+void phase_vectors() {
+  if (S.v[S0 + ST_INFO] != 0) return;  // uniform
   const T smlnum = T_SAFMIN * (T(N) / T_EPS);
   const T bignum = (T(1) - T_EPS) / smlnum;
-  for (int ki = LID; ki < N; ki += int(WG)) {
+  for (int ki = pc.begin; ki < min(N, pc.end); ++ki) {
     if (ki + 1 < N && pair_below(ki + 1)) continue;  // first column of a pair
     eigenvector(ki, pair_below(ki), smlnum, bignum);
   }
 }
 
-// 5a. V = Z X (X is upper triangular: column c has entries up to row c).
+// 5a. V = Z X for columns [begin, end) (X is upper triangular: column c has entries up to
+// row c).
 void phase_back() {
   if (S.v[S0 + ST_INFO] != 0) return;  // uniform
-  for (int idx = LID; idx < N * N; idx += int(WG)) {
-    const int r = idx % N, c = idx / N;
+  const int c0 = pc.begin, c1 = min(N, pc.end);
+  for (int idx = LID; idx < N * (c1 - c0); idx += int(WG)) {
+    const int r = idx % N, c = c0 + idx / N;
     T acc = T(0);
     for (int t = 0; t <= c; ++t) acc += W.v[Z0 + t * N + r] * W.v[X0 + c * N + t];
-    W.v[V0 + idx] = acc;
+    W.v[V0 + c * N + r] = acc;
   }
 }
 
-// 5b. One invocation per eigenvalue: writes it, and (vectors) undoes the balancing of its
+// 5b. Columns [begin, end), one invocation per eigenvalue: writes it, and (vectors) undoes the balancing of its
 // vector (gebak: row scaling, then the row exchanges), normalizes it to norm 1 (first by its
 // largest entry, so the norm cannot overflow) and, for a pair, rotates the component of
 // largest modulus to the real axis: (f, g) -> (r, 0) with r = +sqrt(f^2 + g^2) unless
@@ -980,7 +1135,7 @@ void phase_output(int b) {
   const int ilo = S.v[S0 + ST_ILO], ihi = S.v[S0 + ST_IHI];
   TArr VALS = TArr(pc.vals_addr);
   TArr VECS = TArr(pc.vecs_addr);
-  for (int c = LID; c < N; c += int(WG)) {
+  for (int c = pc.begin + LID; c < min(N, pc.end); c += int(WG)) {
     const int at = b * pc.vals_sb + c * pc.vals_s;
     if (info < 0) {
       const T nan = T(0) / T(0);
@@ -995,7 +1150,8 @@ void phase_output(int b) {
     if (wi < T(0)) continue;  // second column of a pair: written with the first
     const bool pair = wi > T(0);
     const int vr = V0 + c * N, vi = V0 + (c + 1) * N;
-    for (int r = ilo; r <= ihi; ++r) {
+    // (ilo == ihi: nothing was scaled, and scale[ilo] may be a permutation index.)
+    for (int r = ilo; r <= ihi && ilo < ihi; ++r) {
       const T s = W.v[SC0 + r];
       W.v[vr + r] *= s;
       if (pair) W.v[vi + r] *= s;
@@ -1075,12 +1231,15 @@ void main() {
     select_matrix(b);
     switch (pc.phase) {
       case PHASE_INIT: phase_init(b); break;
+      case PHASE_BALANCE: phase_balance(); break;
+      case PHASE_CLEAR: phase_clear(); break;
+      case PHASE_COLUMN_NORMS: phase_column_norms(); break;
       case PHASE_HESSENBERG: phase_hessenberg(); break;
       case PHASE_FORM_Z: phase_form_z(); break;
       case PHASE_QR: phase_qr(); break;
       case PHASE_VECTORS: phase_vectors(); break;
       case PHASE_BACK: phase_back(); break;
-      default: phase_output(b); break;
+      case PHASE_OUTPUT: phase_output(b); break;
     }
     sync();  // the shared state is reused by the next matrix
   }

@@ -1,8 +1,9 @@
 // Native general eigendecomposition: linalg_eig (+ out=), _linalg_eigvals and
 // linalg_eigvals.out for float32 / float64 inputs (complex64 / complex128 results, as the
 // CPU's: values contiguous, vectors in LAPACK's batched column-major layout), through the L2
-// kernel of src/kernels/eig.h (LAPACK geev's algorithm and conventions). Complex inputs take
-// the CPU fallback (counted and governed by TORCH_VK_FALLBACK like any other fallback).
+// kernel of src/kernels/eig.h (LAPACK geev's algorithm and conventions). Complex inputs, and
+// matrices larger than the kernel's kMaxGeneralEigenOrder (512), take the CPU fallback
+// (counted and governed by TORCH_VK_FALLBACK like any other fallback).
 //
 // Host reads: the kernel writes a per-matrix status (non-finite input, convergence) that is
 // read once per call, after everything has been recorded: the CPU too must look at its
@@ -196,8 +197,13 @@ void write_out(Tensor& out, const Tensor& value, bool column_major) {
   out.copy_(value);
 }
 
-// Hands a complex-input call to the CPU fallback (boxed).
-void complex_fallback(const char* op_name, const char* overload, torch::jit::Stack& stack) {
+// Calls the kernel does not take: complex inputs, and orders above its limit.
+bool not_for_kernel(const Tensor& A) {
+  return A.is_complex() || (A.dim() >= 2 && A.size(-1) == A.size(-2) && A.size(-1) > kernels::kMaxGeneralEigenOrder);
+}
+
+// Hands a call to the CPU fallback (boxed).
+void cpu_fallback_call(const char* op_name, const char* overload, torch::jit::Stack& stack) {
   const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(op_name, overload);
   run_cpu_fallback(op, &stack);
 }
@@ -214,18 +220,18 @@ std::tuple<Tensor, Tensor> compute_eig(const Tensor& A) {
 }
 
 std::tuple<Tensor, Tensor> linalg_eig_vk(const Tensor& A) {
-  if (A.is_complex()) {
+  if (not_for_kernel(A)) {
     torch::jit::Stack stack{A};
-    complex_fallback("aten::linalg_eig", "", stack);
+    cpu_fallback_call("aten::linalg_eig", "", stack);
     return {stack[0].toTensor(), stack[1].toTensor()};
   }
   return compute_eig(A);
 }
 
 std::tuple<Tensor&, Tensor&> linalg_eig_out_vk(const Tensor& A, Tensor& values, Tensor& vectors) {
-  if (A.is_complex()) {
+  if (not_for_kernel(A)) {
     torch::jit::Stack stack{A, values, vectors};
-    complex_fallback("aten::linalg_eig", "out", stack);
+    cpu_fallback_call("aten::linalg_eig", "out", stack);
     return {values, vectors};
   }
   const bool shape_ok = A.dim() >= 2 && A.size(-1) == A.size(-2);
@@ -249,18 +255,18 @@ Tensor compute_eigvals(const Tensor& A) {
 }
 
 Tensor linalg_eigvals_vk(const Tensor& A) {
-  if (A.is_complex()) {
+  if (not_for_kernel(A)) {
     torch::jit::Stack stack{A};
-    complex_fallback("aten::_linalg_eigvals", "", stack);
+    cpu_fallback_call("aten::_linalg_eigvals", "", stack);
     return stack[0].toTensor();
   }
   return compute_eigvals(A);
 }
 
 Tensor& linalg_eigvals_out_vk(const Tensor& A, Tensor& values) {
-  if (A.is_complex()) {
+  if (not_for_kernel(A)) {
     torch::jit::Stack stack{A, values};
-    complex_fallback("aten::linalg_eigvals", "out", stack);
+    cpu_fallback_call("aten::linalg_eigvals", "out", stack);
     return values;
   }
   at::native::squareCheckInputs(A, "linalg.eigvals");

@@ -11,9 +11,10 @@
 //
 // The QR iteration converges in a data-dependent number of steps. The launchers only record
 // work: general_eigen records the whole pipeline with a QR budget that covers typical
-// matrices (about 2 n^2 bulge-chase steps); the caller reads `state` afterwards (the only
-// host read) and, for any matrix whose QR iteration has not ended (state[7] == 0), records
-// general_eigen_resume with more steps, which re-runs the QR dispatches and the later phases.
+// matrices (about twice the ~1.2 n^2 bulge-chase steps of random ones); the caller reads
+// `state` afterwards (the only host read) and, for any matrix whose QR iteration has not
+// ended (state[7] == 0), records general_eigen_resume with more steps, which re-runs the QR
+// dispatches and the later phases.
 #pragma once
 
 #include <cstdint>
@@ -26,12 +27,17 @@ class Stream;
 
 namespace tvk::kernels {
 
-// Per-matrix int32 state (general_eigen_state_ints() entries per matrix, contiguous):
+// Largest order the kernel takes: each dispatch's work per invocation is bounded (see
+// eig.cpp), which for larger n would take more than one eigenvector or Hessenberg column per
+// dispatch. Callers handle larger matrices otherwise.
+constexpr int64_t kMaxGeneralEigenOrder = 512;
+
+// Per-matrix int32 state (kEigStateInts entries per matrix, contiguous):
 //   [0] info: 0 success; k > 0 the QR iteration did not converge (LAPACK's info: the 1-based
 //       row it was working on; the vectors are not written); -1 the matrix has an Inf or NaN
 //       (nothing computed, the eigenvalues are NaN).
 //   [7] 1 once the QR iteration has ended (converged or failed).
-constexpr int kEigStateInts = 8;
+constexpr int kEigStateInts = 16;
 constexpr int kEigStateInfo = 0;
 constexpr int kEigStateDone = 7;
 

@@ -69,7 +69,7 @@ def test_hash_special_values():
     same(lambda t: torch.hash_tensor(t.view(torch.float32), 0, keepdim=True), bits32)
     for i in range(bits32.numel()):
         same(lambda t: torch.hash_tensor(t[i:i + 1].view(torch.float32)), bits32)
-    bits16 = torch.tensor([0x7e01, 0x7c01, 0xfd00, 0x0001, 0x03ff, 0x8200, 0x7bff], dtype=torch.int16)
+    bits16 = torch.tensor([0x7e01, 0x7c01, 0xfd00, 0x0001, 0x03ff, 0x8200, 0x7bff], dtype=torch.int32).to(torch.int16)
     for view in (torch.float16, torch.bfloat16):
         for i in range(bits16.numel()):
             same(lambda t: torch.hash_tensor(t[i:i + 1].view(view)), bits16)
