@@ -230,9 +230,12 @@ void general_eigen(Stream& stream, const GeneralEigen& e) {
   const Costs c = costs_of(p);
   const int64_t n = e.n;
   launch(stream, p, kInit);
-  // Balancing: two permutation scans and ~8 scaling passes of n steps each, typically far
-  // fewer; whatever remains after these dispatches is skipped.
-  const int64_t balance_steps = 12 * n + 16;
+  // Balancing: the permutation scans take up to ~n^2 steps (one isolated row per scan, as
+  // for a lower triangular matrix, whose eigenvalues only the permutations compute
+  // accurately: they are exponentially ill-conditioned otherwise), a dense matrix 2n; then
+  // ~8 scaling passes of n steps, typically far fewer. Whatever remains after these
+  // dispatches is skipped; a finished matrix returns at once from the rest.
+  const int64_t balance_steps = n * n + 12 * n + 16;
   const int64_t per_balance = std::max<int64_t>(kWorkBudget / c.balance_step(), 1);
   const int64_t balance_dispatches = (balance_steps + per_balance - 1) / per_balance;
   for (int64_t d = 0; d < balance_dispatches; ++d)
