@@ -12,7 +12,8 @@
 // dispatches and another read. Argument errors are raised in the CPU's order: the CPU checks
 // the input for Inf / NaN before anything else, so an error path first runs that check too.
 //
-// The autograd formula (linalg_eig_backward) is PyTorch's, composed of other ops.
+// The autograd formula (linalg_eig_backward) is PyTorch's, composed of other ops; it ends with
+// a complex linalg.solve, which vk does not have natively yet (the LU family is real-only).
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/LinearAlgebraUtils.h>
