@@ -8,7 +8,8 @@
 
 namespace tvk::aten {
 
-// Factories: complex64 (and complex128 where the device has shaderFloat64) may be stored;
+// Factories: complex64 (and complex128 where the device has shaderFloat64) may be stored,
+// and uint64 (hash_tensor's result: stored and copied as int64 bits, never computed with);
 // other dtypes as vk_dtype(). Raises like vk_dtype, naming `op`.
 void check_storage_dtype(at::ScalarType type, const char* op);
 

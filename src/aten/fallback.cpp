@@ -84,6 +84,8 @@ void vk_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
 }  // namespace
 
+void run_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) { vk_cpu_fallback(op, stack); }
+
 FallbackMode fallback_mode() { return static_cast<FallbackMode>(g_mode.load()); }
 
 void set_fallback_mode(FallbackMode mode) { g_mode.store(static_cast<int>(mode)); }

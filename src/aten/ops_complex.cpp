@@ -22,6 +22,7 @@ namespace tvk::aten {
 
 void check_storage_dtype(at::ScalarType type, const char* op) {
   if (type == at::kComplexFloat) return;
+  if (type == at::kUInt64) return;  // bits only (hash_tensor's result): copies and views
   if (type == at::kComplexDouble) {
     TORCH_CHECK_TYPE(is_supported_dtype(at::kDouble, -1), "\"", op,
                      "\" not implemented for 'ComplexDouble' on vk: this device has no "

@@ -95,10 +95,35 @@ void copy_device_to_host(const at::Tensor& src, const at::Tensor& dst, bool non_
   dst.copy_(host);  // CPU handles broadcast, strides and dtype conversion
 }
 
+// uint64 is stored on vk (hash_tensor's results) but no kernel computes with it: its bits
+// travel as int64 (any layout); a conversion to or from uint64 happens on the CPU side of a
+// vk <-> CPU copy, and raises for vk -> vk.
+void copy_uint64(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
+  if (src.scalar_type() == dst.scalar_type()) {
+    dst.view(at::kLong).copy_(src.view(at::kLong), non_blocking);
+    return;
+  }
+  const bool src_vk = src.device().is_privateuseone(), dst_vk = dst.device().is_privateuseone();
+  TORCH_CHECK_TYPE(!(src_vk && dst_vk), "\"copy_\" not implemented for 'UInt64' on vk (only copies "
+                   "between uint64 tensors, or to / from the CPU)");
+  if (dst_vk) {  // from the CPU: converted there
+    if (dst.scalar_type() == at::kUInt64)
+      dst.view(at::kLong).copy_(src.to(at::kUInt64).view(at::kLong));
+    else
+      dst.copy_(src.to(dst.scalar_type()));
+  } else {  // to the CPU: converted there
+    dst.copy_(src.scalar_type() == at::kUInt64 ? src.view(at::kLong).cpu().view(at::kUInt64) : src.cpu());
+  }
+}
+
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   TORCH_CHECK(self.defined(), "copy_: source tensor is undefined");
   TORCH_CHECK(dst.defined(), "copy_: destination tensor is undefined");
   check_broadcast(self, dst);
+  if (self.scalar_type() == at::kUInt64 || dst.scalar_type() == at::kUInt64) {
+    copy_uint64(self, dst, non_blocking);
+    return dst;
+  }
   if (self.is_complex() || dst.is_complex() || self.is_neg() || dst.is_neg()) {
     // Through the real views (each part then takes the paths below), bits honoured.
     const c10::DeviceGuard guard(dst.device().is_privateuseone() ? dst.device() : self.device());

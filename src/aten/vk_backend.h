@@ -11,10 +11,18 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace tvk {
 class Device;
 }
+namespace c10 {
+class OperatorHandle;
+struct IValue;
+}  // namespace c10
+namespace torch::jit {
+using Stack = std::vector<c10::IValue>;
+}  // namespace torch::jit
 
 namespace tvk::aten {
 
@@ -51,6 +59,9 @@ void set_fallback_mode(FallbackMode mode);
 // "warn" / "silent" / "error"; throws c10::Error (ValueError) for anything else.
 void set_fallback_mode(const std::string& mode);
 const char* fallback_mode_name(FallbackMode mode);
+// The boxed CPU fallback itself (mode, warning and count included), for native kernels that
+// cover only some dtypes of an op: they hand the other calls here, boxed.
+void run_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // Per-operator ("aten::foo" or "aten::foo.overload") number of calls that ran on the CPU.
 std::map<std::string, uint64_t> fallback_counts();
 void reset_fallback_counts();
