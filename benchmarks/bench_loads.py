@@ -8,6 +8,9 @@ patterns a kernel for such devices should avoid and which to use (docs/ARCHITECT
 GEMM `lanes` and `texel` algorithms; the texel rows need a device with texel buffers). On a
 GPU the numbers are dominated by launch overhead and mean little.
 
+It ends with the device's multiply-add rate without memory access next to PyTorch's CPU GEMM
+rate from the same run: on a CPU device that ratio bounds what any GEMM kernel can reach.
+
     python benchmarks/bench_loads.py [--iterations K]
 """
 from __future__ import annotations
@@ -81,20 +84,55 @@ def main() -> None:
         kernel = native._compile_kernel(source, "bench_loads")
         texel_args = [(x, "r32f"), (x, "rgba32f")] if texel else None
 
-        def launch() -> None:
-            native._launch_kernel(kernel, [out, x], [], [], args.groups, 8, texel_args)
-
-        launch()
-        torch.vk.synchronize()
-        best = float("inf")
-        for _ in range(3):
-            start = time.perf_counter()
-            for _ in range(3):
-                launch()
-            torch.vk.synchronize()
-            best = min(best, (time.perf_counter() - start) / 3)
+        best = best_time(lambda: native._launch_kernel(kernel, [out, x], [], [], args.groups, 8,
+                                                      texel_args))
         per = best * 1e9 / (args.groups * 8 * args.iterations)
         print(f"| {name} | {best * 1e3:.2f} | {per:.2f} |")
+    fma_peak(native, out, x, args)
+
+
+def best_time(launch) -> float:
+    """Seconds per call of `launch` (best of 3 rounds of 3 calls, after one warm-up call)."""
+    launch()
+    torch.vk.synchronize()
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(3):
+            launch()
+        torch.vk.synchronize()
+        best = min(best, (time.perf_counter() - start) / 3)
+    return best
+
+
+def fma_peak(native, out, x, args) -> None:
+    """The device's multiply-add rate with no memory access (CHAINS independent accumulators
+    per invocation, so neither latency nor loads bound it), beside PyTorch's CPU GEMM rate
+    measured now: on a CPU device the ratio bounds what any GEMM kernel could reach there."""
+    chains = 24
+    groups = max(args.groups, 256)
+    body = "".join(f"a{i} = a{i} * y + z;" for i in range(chains))
+    source = (HEADER.replace("#if TEXELS", "#if 0") + f"const int K = {args.iterations};\n"
+              "void main() {\n  float y = 0.999 + 1e-6 * float(gl_LocalInvocationID.x), z = 1e-3;\n"
+              + "".join(f"  float a{i} = float({i});\n" for i in range(chains))
+              + f"  for (int k = 0; k < K; ++k) {{ {body} }}\n"
+              + "  Floats(pc.addr[0]).v[gl_GlobalInvocationID.x] = "
+              + " + ".join(f"a{i}" for i in range(chains)) + ";\n}\n")
+    kernel = native._compile_kernel(source, "bench_fma_peak")
+    wide = torch.zeros(groups * 8, device="vk")
+    best = best_time(lambda: native._launch_kernel(kernel, [wide, x], [], [], groups, 8))
+    vk_gflops = 2.0 * chains * args.iterations * groups * 8 / best * 1e-9
+    a, b = torch.randn(512, 512), torch.randn(512, 512)
+    cpu = min(timed(lambda: a @ b) for _ in range(5))
+    cpu_gflops = 2.0 * 512 ** 3 / cpu * 1e-9
+    print(f"\nmultiply-add peak (no memory access, {chains} chains): vk {vk_gflops:.1f} GFLOP/s; "
+          f"PyTorch CPU mm 512^3 {cpu_gflops:.1f} GFLOP/s; ratio {vk_gflops / cpu_gflops:.3f}")
+
+
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 if __name__ == "__main__":

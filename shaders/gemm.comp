@@ -6,8 +6,10 @@
 //               its operands straight from memory (no shared memory, no barriers).
 //   GEMM_LANES  1: "lanes", for devices whose invocations are the SIMD lanes of a CPU (see
 //               the section below); needs subgroup broadcast. Overrides GEMM_TILED.
-//   GEMM_TEXEL  1: "texel", the direct algorithm reading float32 A and B through storage
-//               texel buffers (the texel section below; KIND_FLOAT32 only). Overrides both.
+//   GEMM_TEXEL  1: "texel", the direct algorithm reading A and B through storage texel
+//               buffers (the texel section below; KIND_FLOAT32 only). Overrides both.
+//               TEXEL_DTYPE: the dtype of A and B, 0 float32 (rgba32f / r32f views), 1 float16
+//               (rgba16f / r16f), 2 bfloat16 (rgba16ui / r16ui, the bits shifted into float32).
 //   KIND        the accumulator kind (common.glsl): KIND_FLOAT32 for float16 / bfloat16 /
 //               float32 operands, KIND_INT32 (wrapping 32-bit math: exact modulo 2^32, so
 //               narrower integer outputs wrap exactly like PyTorch's), KIND_INT64, KIND_FLOAT64.
@@ -47,11 +49,12 @@
 //                     workgroup runs one tile without the grid-stride loops (on lavapipe the
 //                     loop nest around the k loop costs ~20% more instructions)
 //   Texel (GEMM_TEXEL): the first 16 bytes hold int32 texel indices instead of the addresses
-//   of A and B: a_texel, b_texel, c_texel, bias_texel, the float32 element (0, 0) of batch 0
-//   of each operand in its segment's views (set 0: 0 A as rgba32f, 1 A as r32f, 2 B rgba32f,
-//   3 B r32f, 4 C r32f, 5 bias r32f). C and bias keep their addresses for the buffer-reference
-//   store / load when their dtype is not float32. The launcher checks that every element
-//   read or written lies inside its view, so the 32-bit indices cannot overflow.
+//   of A and B: a_texel, b_texel, c_texel, bias_texel, the element (0, 0) of batch 0 of each
+//   operand in its segment's one-element views (set 0: 0 A as 4-element texels, 1 A as
+//   one-element texels, 2 and 3 B the same, 4 C r32f, 5 bias r32f; A / B formats by
+//   TEXEL_DTYPE). C and bias keep their addresses for the buffer-reference store / load when
+//   their dtype is not float32. The launcher checks that every element read or written lies
+//   inside its view, so the 32-bit indices cannot overflow.
 //   GEMM_EPILOGUE  1 (only in sources built at run time, src/kernels/gemm.cpp): C is not stored;
 //               every output element goes to `gemm_epilogue`, a function the run-time source
 //               appends (torch.compile's GEMM + element-wise fusion). Its argument block address
@@ -178,10 +181,31 @@ T load_a(uint64_t base, int off) { return LOAD_T(tvk_elem_addr(base, off, log2_s
 T load_b(uint64_t base, int off) { return LOAD_T(tvk_elem_addr(base, off, log2_size(DT_B)), DT_B, 0); }
 
 #if GEMM_TEXEL
+#ifndef TEXEL_DTYPE
+#define TEXEL_DTYPE 0
+#endif
+#if TEXEL_DTYPE == 0
 layout(set = 0, binding = 0, rgba32f) uniform readonly imageBuffer texel_a4;
 layout(set = 0, binding = 1, r32f) uniform readonly imageBuffer texel_a1;
 layout(set = 0, binding = 2, rgba32f) uniform readonly imageBuffer texel_b4;
 layout(set = 0, binding = 3, r32f) uniform readonly imageBuffer texel_b1;
+#define TEXEL_LOAD4(image, i) imageLoad(image, i)
+#define TEXEL_LOAD1(image, i) imageLoad(image, i).x
+#elif TEXEL_DTYPE == 1
+layout(set = 0, binding = 0, rgba16f) uniform readonly imageBuffer texel_a4;
+layout(set = 0, binding = 1, r16f) uniform readonly imageBuffer texel_a1;
+layout(set = 0, binding = 2, rgba16f) uniform readonly imageBuffer texel_b4;
+layout(set = 0, binding = 3, r16f) uniform readonly imageBuffer texel_b1;
+#define TEXEL_LOAD4(image, i) imageLoad(image, i)
+#define TEXEL_LOAD1(image, i) imageLoad(image, i).x
+#else
+layout(set = 0, binding = 0, rgba16ui) uniform readonly uimageBuffer texel_a4;
+layout(set = 0, binding = 1, r16ui) uniform readonly uimageBuffer texel_a1;
+layout(set = 0, binding = 2, rgba16ui) uniform readonly uimageBuffer texel_b4;
+layout(set = 0, binding = 3, r16ui) uniform readonly uimageBuffer texel_b1;
+#define TEXEL_LOAD4(image, i) uintBitsToFloat(imageLoad(image, i) << 16)
+#define TEXEL_LOAD1(image, i) uintBitsToFloat(imageLoad(image, i).x << 16)
+#endif
 layout(set = 0, binding = 4, r32f) uniform writeonly imageBuffer texel_c;
 layout(set = 0, binding = 5, r32f) uniform readonly imageBuffer texel_bias;
 #endif
@@ -277,15 +301,16 @@ void store_block(int bt, int row0, int col0, int tm, int tn) {
 
 #if GEMM_TEXEL
 // ---------------------------------------------------------------- texel (CPU-class devices)
-// The direct algorithm (register blocks straight from memory) with float32 A and B read
-// through storage texel buffers. On lavapipe (Mesa 22.3, 8 lanes of 32 bits) a texel load is
+// The direct algorithm (register blocks straight from memory) with A and B (float32, float16
+// or bfloat16: TEXEL_DTYPE) read through storage texel buffers. On lavapipe (Mesa 22.3, 8 lanes of 32 bits) a texel load is
 // a short gather of the 8 lanes, while every buffer-reference load is a loop over them:
 // benchmarks/bench_loads.py measures, per lane and iteration of a loop, ~0.6 ns with an r32f
 // load and ~1.1 ns with an rgba32f load (4 values) against ~5 ns with one buffer-reference
 // float and ~20 ns with a vec4 (the loop with an FMA alone: ~0.5 ns). So this is the CPU
-// devices' GEMM for float32 operands.
-// A_LOAD: 0 scalar (r32f, any strides), 2 vec4 along k (a_cs == 1), 3 vec4 along m (a_rs ==
-// 1); B_LOAD: 0 scalar, 2 vec4 along n (b_cs == 1), 3 vec4 along k (b_rs == 1). Vector modes
+// devices' GEMM for float32 / float16 / bfloat16 operands.
+// A_LOAD: 0 scalar (one-element texels, any strides), 2 vec4 along k (a_cs == 1), 3 vec4 along
+// m (a_rs == 1); B_LOAD: 0 scalar, 2 vec4 along n (b_cs == 1), 3 vec4 along k (b_rs == 1).
+// Texel indices count elements (a 4-element texel holds elements 4t .. 4t + 3). Vector modes
 // need every vector 4-aligned in the view (the launcher checks base, strides and sizes), and
 // vector along k needs K % 4 == 0. An invocation owns groups of 4 adjacent rows / columns in
 // the vector-along-m / n modes, the groups strided by WM / WN (as in the direct algorithm).
@@ -304,32 +329,32 @@ int col_of(int tn, int j) { return VEC_B_N ? (tn + (j / 4) * WN) * 4 + (j % 4) :
 void texel_step4(int k, int a_off[TM], int b_off[TN]) {
   vec4 ak[VEC_A_K ? TM : 1], bk[VEC_B_K ? TN : 1];
   if (VEC_A_K)
-    [[unroll]] for (int i = 0; i < TM; ++i) ak[i] = imageLoad(texel_a4, (a_off[i] + k) >> 2);
+    [[unroll]] for (int i = 0; i < TM; ++i) ak[i] = TEXEL_LOAD4(texel_a4, (a_off[i] + k) >> 2);
   if (VEC_B_K)
-    [[unroll]] for (int j = 0; j < TN; ++j) bk[j] = imageLoad(texel_b4, (b_off[j] + k) >> 2);
+    [[unroll]] for (int j = 0; j < TN; ++j) bk[j] = TEXEL_LOAD4(texel_b4, (b_off[j] + k) >> 2);
   [[unroll]] for (int q = 0; q < 4; ++q) {
     float av[TM], bv[TN];
     if (VEC_A_K) {
       [[unroll]] for (int i = 0; i < TM; ++i) av[i] = ak[i][q];
     } else if (VEC_A_M) {
       [[unroll]] for (int i = 0; i < TM; i += 4) {
-        vec4 v = imageLoad(texel_a4, (a_off[i] + (k + q) * pc.a_cs) >> 2);
+        vec4 v = TEXEL_LOAD4(texel_a4, (a_off[i] + (k + q) * pc.a_cs) >> 2);
         [[unroll]] for (int c = 0; c < 4; ++c) av[i + c] = v[c];
       }
     } else {
       [[unroll]] for (int i = 0; i < TM; ++i)
-        av[i] = imageLoad(texel_a1, a_off[i] + (k + q) * pc.a_cs).x;
+        av[i] = TEXEL_LOAD1(texel_a1, a_off[i] + (k + q) * pc.a_cs);
     }
     if (VEC_B_K) {
       [[unroll]] for (int j = 0; j < TN; ++j) bv[j] = bk[j][q];
     } else if (VEC_B_N) {
       [[unroll]] for (int j = 0; j < TN; j += 4) {
-        vec4 v = imageLoad(texel_b4, (b_off[j] + (k + q) * pc.b_rs) >> 2);
+        vec4 v = TEXEL_LOAD4(texel_b4, (b_off[j] + (k + q) * pc.b_rs) >> 2);
         [[unroll]] for (int c = 0; c < 4; ++c) bv[j + c] = v[c];
       }
     } else {
       [[unroll]] for (int j = 0; j < TN; ++j)
-        bv[j] = imageLoad(texel_b1, b_off[j] + (k + q) * pc.b_rs).x;
+        bv[j] = TEXEL_LOAD1(texel_b1, b_off[j] + (k + q) * pc.b_rs);
     }
     [[unroll]] for (int i = 0; i < TM; ++i)
       [[unroll]] for (int j = 0; j < TN; ++j) g_acc[i * TN + j] += av[i] * bv[j];
@@ -341,19 +366,19 @@ void texel_step1(int k, int a_off[TM], int b_off[TN]) {
   float av[TM], bv[TN];
   if (VEC_A_M) {
     [[unroll]] for (int i = 0; i < TM; i += 4) {
-      vec4 v = imageLoad(texel_a4, (a_off[i] + k * pc.a_cs) >> 2);
+      vec4 v = TEXEL_LOAD4(texel_a4, (a_off[i] + k * pc.a_cs) >> 2);
       [[unroll]] for (int c = 0; c < 4; ++c) av[i + c] = v[c];
     }
   } else {
-    [[unroll]] for (int i = 0; i < TM; ++i) av[i] = imageLoad(texel_a1, a_off[i] + k * pc.a_cs).x;
+    [[unroll]] for (int i = 0; i < TM; ++i) av[i] = TEXEL_LOAD1(texel_a1, a_off[i] + k * pc.a_cs);
   }
   if (VEC_B_N) {
     [[unroll]] for (int j = 0; j < TN; j += 4) {
-      vec4 v = imageLoad(texel_b4, (b_off[j] + k * pc.b_rs) >> 2);
+      vec4 v = TEXEL_LOAD4(texel_b4, (b_off[j] + k * pc.b_rs) >> 2);
       [[unroll]] for (int c = 0; c < 4; ++c) bv[j + c] = v[c];
     }
   } else {
-    [[unroll]] for (int j = 0; j < TN; ++j) bv[j] = imageLoad(texel_b1, b_off[j] + k * pc.b_rs).x;
+    [[unroll]] for (int j = 0; j < TN; ++j) bv[j] = TEXEL_LOAD1(texel_b1, b_off[j] + k * pc.b_rs);
   }
   [[unroll]] for (int i = 0; i < TM; ++i)
     [[unroll]] for (int j = 0; j < TN; ++j) g_acc[i * TN + j] += av[i] * bv[j];

@@ -63,7 +63,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         print(f"    float32 atomic add {_yes(p['float32_atomic_add'])}, "
               f"int64 atomics {_yes(p['int64_atomics'])}, "
               f"memory budget {_yes(p['memory_budget'])}")
-        print(f"    texel buffers {_yes(p['texel_buffers'])} "
+        print(f"    texel buffers {_yes(p['texel_buffers'])}, 16-bit {_yes(p['texel_16bit'])} "
               f"(maxTexelBufferElements {p['max_texel_buffer_elements']})")
         print("  limits")
         print(f"    maxStorageBufferRange        {p['max_storage_buffer_range']} "

@@ -28,14 +28,16 @@
 //                pipelines take ~8 s to compile there (once per machine: Mesa's disk cache),
 //                hence the size threshold)
 //   cpu-texel    texel  16x8,   1x8 invocations         ->  16 x  64 (CPU devices with texel
-//                buffers, float32 A and B, n > 1; 8 or 4 rows for m < 16: the direct algorithm
-//                reading A and B through storage texel buffers, a few vector instructions per
-//                load on lavapipe instead of a loop over the lanes, and pipelines that compile
-//                in ~0.02 s. Measured by instructions executed (valgrind, deterministic) for
-//                256^3 on lavapipe: 14.6M with 16x8, 16.6M with 8x8, 19.9M with 4x16, against
-//                23.2M for 8x8 before the per-k loads and the exact grid. Problems whose
-//                operands are not in allocator segments (split-K's ones vector) or reach past
-//                a view use the configurations above)
+//                buffers, A and B both float32, float16 or bfloat16, n > 1; 8 x 8 below 2^24
+//                multiply-adds or m, n < 64 and 4 x 4 below 2^20, for compile times: ~1.5 s
+//                for a 16 x 8 pipeline on lavapipe, ~0.65 s for 8 x 8, ~0.1 s for 4 x 4):
+//                the direct algorithm reading A and B through storage texel buffers, a few
+//                vector instructions per load on lavapipe instead of a loop over the lanes.
+//                Instructions executed (valgrind, deterministic) for 256^3 on lavapipe: 14.6M
+//                with 16x8, 16.6M with 8x8, 19.9M with 4x16, against 23.2M for 8x8 before the
+//                per-k loads and the exact grid. Problems whose operands are not in allocator
+//                segments (split-K's ones vector) or reach past a view use the
+//                configurations above)
 //   skinny       direct 1x1,   64x1 invocations         (n == 1: gemv, dot, split-K combine)
 // GemmTuning::algo Tiled / Direct force the GPU profile's algorithm on any device, Lanes the
 // cpu-lanes configuration wherever the device supports it (tests).
@@ -196,10 +198,25 @@ bool lanes_supported(const DeviceCapabilities& caps, ComputeKind kind) {
          caps.subgroup_size <= 64 && caps.subgroup_size <= caps.max_workgroup_size[0];
 }
 
-// The texel algorithm reads float32 A and B through storage texel buffers.
+// The texel algorithm reads A and B of one dtype (float32, or float16 / bfloat16 where the
+// device has 16-bit texel formats) through storage texel buffers.
 bool texel_supported(const DeviceCapabilities& caps, const Gemm& p) {
-  return caps.texel_buffers && p.kind == ComputeKind::Float32 && p.k > 0 &&
-         p.a.dtype == DType::Float32 && p.b.dtype == DType::Float32;
+  if (!caps.texel_buffers || p.kind != ComputeKind::Float32 || p.k == 0 || p.a.dtype != p.b.dtype)
+    return false;
+  return p.a.dtype == DType::Float32 || (is_16bit_float(p.a.dtype) && caps.texel_16bit);
+}
+
+// The texel formats of an operand dtype: one element and four elements per texel.
+TexelFormat texel_format(DType dt, bool four) {
+  if (dt == DType::Float16) return four ? TexelFormat::RGBA16Float : TexelFormat::R16Float;
+  if (dt == DType::BFloat16) return four ? TexelFormat::RGBA16Uint : TexelFormat::R16Uint;
+  return four ? TexelFormat::RGBA32Float : TexelFormat::R32Float;
+}
+
+const char* texel_shader(DType dt) {
+  return dt == DType::Float16 ? "gemm.texel.float16"
+         : dt == DType::BFloat16 ? "gemm.texel.bfloat16"
+                                 : "gemm.texel.float32";
 }
 
 // `allow_texel` false: the best configuration without the texel algorithm (its operands could
@@ -217,7 +234,9 @@ Config choose_config(Stream& stream, const Gemm& p, bool allow_texel = true) {
   } else if (texel && (t.algo == GemmTuning::Algo::Texel ||
                        (cpu && t.algo == GemmTuning::Algo::Auto))) {
     c = kCpuTexel;
-    if (p.m < 16) c.tm = p.m < 8 ? 4 : 8;
+    if (p.m < 64 || p.n < 64 || flops < double(1 << 24)) c.tm = 8;
+    if (flops < double(1 << 20)) c.tm = c.tn = 4;
+    if (p.m < c.tm) c.tm = 4;
   } else if (t.algo == GemmTuning::Algo::Lanes && lanes) {
     c = kCpuLanes;
   } else if (t.algo == GemmTuning::Algo::Tiled) {
@@ -285,27 +304,28 @@ struct TexelOperands {
 bool bind_texel(Stream& stream, const Gemm& p, const Config& cfg, TexelOperands* out) {
   Allocator& allocator = stream.device().allocator();
   const uint32_t sid = stream.id();
-  // The r32f view of x and its element index; `reach`: the largest element offset read or
-  // written (batch, rows and columns together).
+  // The one-element view of x (its dtype's format) and its element index; `reach`: the
+  // largest element offset read or written (batch, rows and columns together).
   auto scalar_view = [&](const GemmMatrix& x, int64_t rows, int64_t cols, TexelView* v) {
     if (x.row_stride < 0 || x.col_stride < 0 || x.batch_stride < 0) return false;
     const int64_t reach = (p.batch - 1) * x.batch_stride + (rows - 1) * x.row_stride +
                           (cols - 1) * x.col_stride;
-    return allocator.texel_view(x.address, TexelFormat::R32Float, sid, v) &&
+    return allocator.texel_view(x.address, texel_format(x.dtype, false), sid, v) &&
            reach < v->count && v->first + reach < kMaxIndex;
   };
-  // The rgba32f view over the same segment (its binding must hold a view of that format even
-  // when unused) and whether x can be read in vectors of 4 elements: 16-byte aligned, every
-  // vector inside the view.
-  auto vector_view = [&](const GemmMatrix& x, const TexelView& r32, int64_t rows, int64_t cols,
+  // The four-element view over the same segment (its binding must hold a view of that format
+  // even when unused) and whether x can be read in vectors of 4 elements: aligned to 4
+  // elements, every vector inside the view.
+  auto vector_view = [&](const GemmMatrix& x, const TexelView& one, int64_t rows, int64_t cols,
                          VkBufferView* view) {
+    const TexelFormat format = texel_format(x.dtype, true);
+    const uint64_t bytes = texel_bytes(format);
     TexelView v;
-    if (!allocator.texel_view(x.address & ~uint64_t(15), TexelFormat::RGBA32Float, sid, &v))
-      return false;
+    if (!allocator.texel_view(x.address & ~(bytes - 1), format, sid, &v)) return false;
     *view = v.view;
     const int64_t reach = (p.batch - 1) * x.batch_stride + (rows - 1) * x.row_stride +
                           (cols - 1) * x.col_stride;
-    return x.address % 16 == 0 && (r32.first + reach) / 4 < v.first + v.count;
+    return x.address % bytes == 0 && (one.first + reach) / 4 < v.first + v.count;
   };
   TexelView a, b;
   if (!scalar_view(p.a, p.m, p.k, &a) || !scalar_view(p.b, p.k, p.n, &b)) return false;
@@ -330,8 +350,12 @@ bool bind_texel(Stream& stream, const Gemm& p, const Config& cfg, TexelOperands*
   else if (vb && p.b.row_stride == 1 && p.k % 4 == 0 && fours(p.b, p.b.col_stride))
     out->b_load = 3;
   // C and the bias through their r32f views when float32; otherwise (and for an epilogue,
-  // which has no C) the shader uses their addresses and the binding holds A's view.
-  TexelView c = a, bias = a;
+  // which has no C) the shader uses their addresses and the binding holds an r32f view of A's
+  // segment (the binding's format).
+  TexelView c, bias;
+  if (!allocator.texel_view(p.a.address & ~uint64_t(3), TexelFormat::R32Float, sid, &c))
+    return false;
+  bias = c;
   const bool c_texel = p.c.address != 0 && p.c.dtype == DType::Float32;
   if (c_texel && !scalar_view(p.c, p.m, p.n, &c)) return false;
   const bool bias_texel = p.bias.address != 0 && p.bias.dtype == DType::Float32;
@@ -357,7 +381,8 @@ void record(Stream& stream, const Gemm& p, const Config& cfg,
             const TexelOperands* texel = nullptr) {
   const ShaderBinary* shader = epilogue_shader;
   if (!shader) {
-    const std::string name = std::string("gemm.") + algo_name(cfg) + "." + kind_name(p.kind);
+    const std::string name = texel ? std::string(texel_shader(p.a.dtype))
+                                   : std::string("gemm.") + algo_name(cfg) + "." + kind_name(p.kind);
     shader = find_shader(name);
     if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
   }
@@ -645,7 +670,8 @@ bool validate_and_normalize(Stream& stream, Gemm& p, bool epilogue) {
 // never removed, so the kernels they point to stay valid.
 struct EpilogueEntry {
   std::string glsl, name;
-  std::array<const GeneratedKernel*, 4> variants{};  // tiled, direct, lanes, texel
+  // tiled, direct, lanes, then texel for float32 / float16 / bfloat16 operands
+  std::array<const GeneratedKernel*, 6> variants{};
 };
 struct EpilogueRegistry {
   std::mutex mutex;
@@ -670,7 +696,8 @@ std::string epilogue_source(const std::string& defines, const std::string& epilo
   return source;
 }
 
-const ShaderBinary& epilogue_variant(const Config& cfg, ComputeKind kind, int64_t id) {
+const ShaderBinary& epilogue_variant(const Config& cfg, ComputeKind kind, DType operands,
+                                     int64_t id) {
   EpilogueEntry* entry = nullptr;
   {
     EpilogueRegistry& r = epilogues();
@@ -679,11 +706,13 @@ const ShaderBinary& epilogue_variant(const Config& cfg, ComputeKind kind, int64_
       invalid(kWhere, "no GEMM epilogue with id " + std::to_string(id));
     entry = r.entries[static_cast<size_t>(id)].get();
   }
-  const int slot = cfg.texel ? 3 : cfg.lanes ? 2 : cfg.tiled ? 0 : 1;
+  const int texel_dtype = operands == DType::Float16 ? 1 : operands == DType::BFloat16 ? 2 : 0;
+  const int slot = cfg.texel ? 3 + texel_dtype : cfg.lanes ? 2 : cfg.tiled ? 0 : 1;
   const GeneratedKernel* kernel = entry->variants[static_cast<size_t>(slot)];
   if (!kernel) {
     std::string defines = "#define GEMM_EPILOGUE 1\n#define KIND " +
                           std::to_string(static_cast<int>(kind)) + "\n";
+    if (cfg.texel) defines += "#define TEXEL_DTYPE " + std::to_string(texel_dtype) + "\n";
     defines += cfg.texel   ? "#define GEMM_TEXEL 1\n"
                : cfg.lanes ? "#define GEMM_LANES 1\n"
                : cfg.tiled ? "#define GEMM_TILED 1\n"
@@ -744,7 +773,7 @@ void gemm(Stream& stream, const Gemm& problem, const GemmEpilogueCall& epilogue)
   TexelOperands texel;
   bool use_texel = false;
   const Config cfg = choose_and_bind(stream, p, &texel, &use_texel);
-  const ShaderBinary& shader = epilogue_variant(cfg, p.kind, epilogue.id);
+  const ShaderBinary& shader = epilogue_variant(cfg, p.kind, p.a.dtype, epilogue.id);
   const uint64_t args =
       epilogue.args_bytes > 0 ? stream.upload_params(epilogue.args, epilogue.args_bytes) : 0;
   record(stream, p, cfg, &shader, args, use_texel ? &texel : nullptr);

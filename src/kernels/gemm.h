@@ -103,8 +103,9 @@ void gemm(Stream& stream, const Gemm& problem, const GemmEpilogueCall& epilogue)
 struct GemmTuning {
   enum class Algo { Auto, Tiled, Direct, Lanes, Texel };
   // TORCH_VK_GEMM_ALGO=tiled|direct|lanes|texel forces one (lanes only where the device can run
-  // it: subgroup broadcast; texel only for float32 operands on devices with texel buffers,
-  // others use the automatic choice; texel is the automatic choice of CPU devices)
+  // it: subgroup broadcast; texel only for A and B of one dtype, float32 / float16 / bfloat16,
+  // on devices with texel buffers, others use the automatic choice; texel is the automatic
+  // choice of CPU devices)
   Algo algo = Algo::Auto;
   // Non-zero: use this tile shape instead of the profile's (tm, tn: register block of one
   // invocation; wm, wn: invocations along M / N; bk: K step of the tiled algorithm, a

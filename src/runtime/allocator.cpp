@@ -70,11 +70,29 @@ struct Allocator::Segment {
   int graph_view_pins = 0;  // graphs whose captured commands use the views (see allocator.h)
 };
 
-uint32_t texel_bytes(TexelFormat format) { return format == TexelFormat::R32Float ? 4 : 16; }
+uint32_t texel_bytes(TexelFormat format) {
+  switch (format) {
+    case TexelFormat::R32Float: return 4;
+    case TexelFormat::RGBA32Float: return 16;
+    case TexelFormat::R16Float:
+    case TexelFormat::R16Uint: return 2;
+    case TexelFormat::RGBA16Float:
+    case TexelFormat::RGBA16Uint: return 8;
+  }
+  return 4;
+}
 
 namespace {
 VkFormat vk_format(TexelFormat format) {
-  return format == TexelFormat::R32Float ? VK_FORMAT_R32_SFLOAT : VK_FORMAT_R32G32B32A32_SFLOAT;
+  switch (format) {
+    case TexelFormat::R32Float: return VK_FORMAT_R32_SFLOAT;
+    case TexelFormat::RGBA32Float: return VK_FORMAT_R32G32B32A32_SFLOAT;
+    case TexelFormat::R16Float: return VK_FORMAT_R16_SFLOAT;
+    case TexelFormat::RGBA16Float: return VK_FORMAT_R16G16B16A16_SFLOAT;
+    case TexelFormat::R16Uint: return VK_FORMAT_R16_UINT;
+    case TexelFormat::RGBA16Uint: return VK_FORMAT_R16G16B16A16_UINT;
+  }
+  return VK_FORMAT_R32_SFLOAT;
 }
 
 void destroy_segment_memory(Device& device, RawBuffer& raw, VkBufferView* views) {
@@ -529,6 +547,7 @@ bool Allocator::texel_view(uint64_t address, TexelFormat format, uint32_t stream
                            TexelView* out) {
   const DeviceCapabilities& caps = device_.caps();
   if (!caps.texel_buffers) return false;
+  if (texel_bytes(format) < 4 && !caps.texel_16bit) return false;
   const uint32_t bytes = texel_bytes(format);
   const int f = static_cast<int>(format);
   std::lock_guard<std::mutex> lock(mutex_);

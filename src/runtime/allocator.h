@@ -89,8 +89,17 @@ struct ResolvedAddress {
 };
 
 // Formats of the storage texel buffer views kernels read and write (Allocator::texel_view).
-enum class TexelFormat : uint8_t { R32Float = 0, RGBA32Float = 1 };
-constexpr int kTexelFormatCount = 2;
+// The 16-bit ones need DeviceCapabilities::texel_16bit (float16 as R16 / RGBA16 SFLOAT,
+// bfloat16 bits as R16 / RGBA16 UINT).
+enum class TexelFormat : uint8_t {
+  R32Float = 0,
+  RGBA32Float = 1,
+  R16Float = 2,
+  RGBA16Float = 3,
+  R16Uint = 4,
+  RGBA16Uint = 5,
+};
+constexpr int kTexelFormatCount = 6;
 uint32_t texel_bytes(TexelFormat format);
 
 // Where a device address lies in a texel view of its segment.
@@ -122,8 +131,8 @@ class Allocator {
   uint64_t block_size(uint64_t address) const;
 
   // The texel view of `format` over the segment of `address`, used on `stream_id` (see above).
-  // False when the device has no texel buffers, the address is not inside a live block, is not
-  // aligned to the texel size, or lies past the view's end. Thread-safe.
+  // False when the device has no texel buffers (of that format), the address is not inside a
+  // live block, is not aligned to the texel size, or lies past the view's end. Thread-safe.
   bool texel_view(uint64_t address, TexelFormat format, uint32_t stream_id, TexelView* out);
 
   // Synchronizes the device, then releases all cached (entirely free) segments.

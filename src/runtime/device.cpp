@@ -327,10 +327,14 @@ void probe_device(VkPhysicalDevice pd, uint32_t instance_api, Probe* p) {
                     c.max_texel_buffer_elements >= 65536 &&
                     storage_texel_format(VK_FORMAT_R32_SFLOAT) &&
                     storage_texel_format(VK_FORMAT_R32G32B32A32_SFLOAT);
+  c.texel_16bit = c.texel_buffers && storage_texel_format(VK_FORMAT_R16_SFLOAT) &&
+                  storage_texel_format(VK_FORMAT_R16G16B16A16_SFLOAT) &&
+                  storage_texel_format(VK_FORMAT_R16_UINT) &&
+                  storage_texel_format(VK_FORMAT_R16G16B16A16_UINT);
 
   // Fast paths switched off for testing the portable baselines.
   if (env_flag("TORCH_VK_DISABLE_COOPMAT")) c.cooperative_matrix = false;
-  if (env_flag("TORCH_VK_DISABLE_TEXEL_BUFFERS")) c.texel_buffers = false;
+  if (env_flag("TORCH_VK_DISABLE_TEXEL_BUFFERS")) c.texel_buffers = c.texel_16bit = false;
   // Treat device memory as not host-visible: host copies take the staging paths of discrete GPUs.
   if (env_flag("TORCH_VK_DISABLE_UNIFIED_MEMORY")) c.unified_memory = false;
   if (env_flag("TORCH_VK_DISABLE_SUBGROUPS")) {

@@ -54,6 +54,9 @@ struct DeviceCapabilities {
   // instructions, against a loop over the lanes for every buffer-reference load.
   // TORCH_VK_DISABLE_TEXEL_BUFFERS=1 switches them off.
   bool texel_buffers = false;
+  // texel_buffers and also R16 / RGBA16 in SFLOAT and UINT as storage texel buffers (float16 /
+  // bfloat16 operands).
+  bool texel_16bit = false;
   uint64_t max_texel_buffer_elements = 0;  // maxTexelBufferElements
 
   // SPIR-V float controls (VkPhysicalDeviceFloatControlsProperties, Vulkan 1.2 core). Index

@@ -340,6 +340,35 @@ TEST_F(GemmKernel, TexelLoadModesAndTails) {
   }
 }
 
+TEST_F(GemmKernel, TexelHalfAndBFloat16Operands) {
+  // float16 / bfloat16 A and B through 16-bit texel views: every load mode (4-element texels
+  // along k / m / n when aligned, one-element texels otherwise: odd sizes, a storage offset),
+  // batches, outputs in the operand dtype and in float32, a bias in the operand dtype.
+  std::mt19937 rng(19);
+  use_algo(Algo::Texel);
+  struct Shape { int64_t m, n, k; };
+  for (DType in : {DType::Float16, DType::BFloat16})
+    for (Shape s : {Shape{20, 36, 24}, Shape{19, 37, 23}})
+      for (const char* la : {"row", "col"})
+        for (const char* lb : {"row", "col"})
+          for (int64_t offset : {0, 1}) {
+            for (DType out : {in, DType::Float32}) {
+              Mat a(in, 2, s.m, s.k, la, 0, offset), b(in, 2, s.k, s.n, lb), c(out, 2, s.m, s.n);
+              Mat bias(in, 2, s.m, s.n, 0, 1, 0);
+              a.fill_random(rng);
+              b.fill_random(rng);
+              bias.fill_random(rng);
+              Case cs;
+              cs.batch = 2, cs.m = s.m, cs.n = s.n, cs.k = s.k, cs.beta = 1;
+              const double rtol = out == DType::Float16 ? 1e-3 : out == DType::BFloat16 ? 8e-3 : 1e-5;
+              EXPECT_TRUE(run_case(cs, a, b, c, &bias, rtol, f32_atol(s.k)))
+                  << dtype_name(in) << " -> " << dtype_name(out) << " " << s.m << "x" << s.n
+                  << "x" << s.k << " A " << la << " B " << lb << " offset " << offset;
+              if (dev().caps().texel_16bit) EXPECT_STREQ(last_gemm_algorithm(), "texel");
+            }
+          }
+}
+
 TEST_F(GemmKernel, TexelFallsBackForOperandsOutsideSegments) {
   // B in the stream's parameter memory (not an allocator segment, so it has no texel view):
   // the launcher must take another algorithm, and the result must still be right.

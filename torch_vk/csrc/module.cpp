@@ -78,6 +78,7 @@ py::dict device_properties(c10::DeviceIndex index) {
   d["cooperative_matrix"] = c.cooperative_matrix;
   d["memory_budget"] = c.memory_budget;
   d["texel_buffers"] = c.texel_buffers;
+  d["texel_16bit"] = c.texel_16bit;
   d["max_texel_buffer_elements"] = c.max_texel_buffer_elements;
   d["subgroup_size"] = c.subgroup_size;
   d["subgroup_basic"] = c.subgroup_basic;
