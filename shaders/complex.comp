@@ -4,8 +4,9 @@
 // special values come out as on PyTorch's CPU). Two entry points, built per kind by
 // tools/build_shaders.py (complex.variants.toml):
 //
-// complex.<kind> (CX_ROWS 0): element-wise ops with broadcasting and arbitrary strides (the
-//   iteration geometry of a TensorIterator, dim 0 fastest). Specialization constant 1 = op:
+// complex.<op>.<kind> (CX_ROWS 0): element-wise ops with broadcasting and arbitrary strides
+//   (the iteration geometry of a TensorIterator, dim 0 fastest), one variant per op
+//   (CX_VARIANT = op; specialization constant 1 = the same op):
 //     binary  0 mul   1 div (c10's scaled division)   2 pow (cpow: exp(b * log a), Annex G
 //             product)   3 tanh_backward a * conj(1 - b^2)   4 sigmoid_backward
 //             a * conj((1 - b) b)
@@ -16,7 +17,9 @@
 //             (log / real ln 2, ln 10 per part, as the CPU's vectorized kernels)  32 log1p
 //             33 expm1 (c10's formulas)  34 rsqrt (1 / sqrt)  35 sigmoid (1 / (1 + exp(-z)))
 //             36 square z*z  37 cube (z*z)*z  38 inv_square 1 / (z*z)
-//             (36-38: PyTorch's pow(z, 2 / 3 / -2) fast paths)
+//             (36-38: PyTorch's pow(z, 2 / 3 / -2) fast paths)  39 exp2 (exp(ln 2 z))
+//             22 acos of complex128 is (pi/2 - re asin z) - i im asin z, what PyTorch's x86
+//             complex128 kernels compute (complex64: glibc's cacosf)
 //   ABI (mirrored by ComplexPush in src/kernels/complex.cpp): element q in [0, numel) has
 //   coordinates c_d over the geometry dims; operand o (0 = out, 1 = a, 2 = b) is read at
 //   sum_d c_d * stride[o][d] scalars from its address (complex operands: the real part, the
@@ -46,6 +49,9 @@
 #endif
 #ifndef CX_ROWS
 #define CX_ROWS 0
+#endif
+#ifndef CX_VARIANT
+#define CX_VARIANT 0
 #endif
 #include "common.glsl"
 #include "complex_math.glsl"
@@ -85,69 +91,149 @@ layout(push_constant) uniform Push {
   int pad;            // 52
 } pc;                 // 56 bytes
 
-CT binary_op(CT x, CT y) {
+// The op of this variant (CX_VARIANT); y is unused by unary ops. Only the variant's own case
+// is compiled; it is still selected by the specialization constant CX_OP (== CX_VARIANT),
+// because glslc 2023.2's optimizer crashes on some of these functions inlined into the
+// geometry loop when the op is a compile-time constant.
+#define CX_WANT(n) (CX_VARIANT == (n))
+CT apply_op(CT x, CT y) {
+#if CX_WANT(0)
   if (CX_OP == 0) return cx_mul(x, y);
+#endif
+#if CX_WANT(1)
   if (CX_OP == 1) return cx_div(x, y);
+#endif
+#if CX_WANT(2)
   if (CX_OP == 2) return cx_pow(x, y);
+#endif
+#if CX_WANT(3)
   if (CX_OP == 3) {  // tanh_backward(grad = x, tanh = y)
     CT w = CT(1, 0) - cx_mul(y, y);
     return cx_mul(x, CT(w.x, -w.y));
   }
-  // sigmoid_backward(grad = x, sigmoid = y)
-  CT w = cx_mul(CT(1, 0) - y, y);
-  return cx_mul(x, CT(w.x, -w.y));
-}
-
-CT unary_op(CT x) {
-  switch (CX_OP) {
-    case 10: return cx_exp(x);
-    case 11: return cx_log(x);
-    case 12: return cx_sqrt(x);
-    case 13: return cx_reciprocal(x);
-    case 14: {
-      T m = cx_hypot(x.x, x.y);
-      return m != T(0) ? CT(x.x / m, x.y / m) : CT(0, 0);
-    }
-    case 15: return CT(cx_atan2(x.y, x.x), 0);
-    case 16: return CT(cx_hypot(x.x, x.y), 0);
-    case 17: return CT(x.x, -x.y);
-    case 18: return cx_sin(x);
-    case 19: return cx_cos(x);
-    case 20: return cx_tan(x);
-    case 21: return cx_asin(x);
-    case 22: return cx_acos(x);
-    case 23: return cx_atan(x);
-    case 24: return cx_sinh(x);
-    case 25: return cx_cosh(x);
-    case 26: return cx_tanh(x);
-    case 27: return cx_asinh(x);
-    case 28: return cx_acosh(x);
-    case 29: return cx_atanh(x);
-    case 30: {
-      CT l = cx_log(x);
-      return CT(l.x / CX_LN2, l.y / CX_LN2);
-    }
-    case 31: {
-      CT l = cx_log(x);
-      return CT(l.x / CX_LN10, l.y / CX_LN10);
-    }
-    case 32: return cx_log1p(x);
-    case 33: return cx_expm1(x);
-    case 34: return cx_reciprocal(cx_sqrt(x));
-    case 35: {
-      CT e = cx_exp(-x);
-      return cx_reciprocal(CT(T(1) + e.x, e.y));
-    }
-    case 36: return cx_mul(x, x);
-    case 37: return cx_mul(cx_mul(x, x), x);
-    default: return cx_reciprocal(cx_mul(x, x));  // 38
+#endif
+#if CX_WANT(4)
+  if (CX_OP == 4) {  // sigmoid_backward(grad = x, sigmoid = y)
+    CT w = cx_mul(CT(1, 0) - y, y);
+    return cx_mul(x, CT(w.x, -w.y));
   }
+#endif
+#if CX_WANT(10)
+  if (CX_OP == 10) return cx_exp(x);
+#endif
+#if CX_WANT(11)
+  if (CX_OP == 11) return cx_log(x);
+#endif
+#if CX_WANT(12)
+  if (CX_OP == 12) return cx_sqrt(x);
+#endif
+#if CX_WANT(13)
+  if (CX_OP == 13) return cx_reciprocal(x);
+#endif
+#if CX_WANT(14)
+  if (CX_OP == 14) {
+    T m = cx_hypot(x.x, x.y);
+    return m != T(0) ? CT(x.x / m, x.y / m) : CT(0, 0);
+  }
+#endif
+#if CX_WANT(15)
+  if (CX_OP == 15) return CT(cx_atan2(x.y, x.x), 0);
+#endif
+#if CX_WANT(16)
+  if (CX_OP == 16) return CT(cx_hypot(x.x, x.y), 0);
+#endif
+#if CX_WANT(17)
+  if (CX_OP == 17) return CT(x.x, -x.y);
+#endif
+#if CX_WANT(18)
+  if (CX_OP == 18) return cx_sin(x);
+#endif
+#if CX_WANT(19)
+  if (CX_OP == 19) return cx_cos(x);
+#endif
+#if CX_WANT(20)
+  if (CX_OP == 20) return cx_tan(x);
+#endif
+#if CX_WANT(21)
+  if (CX_OP == 21) return cx_asin(x);
+#endif
+#if CX_WANT(22)
+  if (CX_OP == 22) {
+#if KIND == KIND_FLOAT64
+    return cx_acos_vec(x);  // what the CPU's x86 complex128 kernel computes
+#else
+    return cx_acos(x);
+#endif
+  }
+#endif
+#if CX_WANT(23)
+  if (CX_OP == 23) return cx_atan(x);
+#endif
+#if CX_WANT(24)
+  if (CX_OP == 24) return cx_sinh(x);
+#endif
+#if CX_WANT(25)
+  if (CX_OP == 25) return cx_cosh(x);
+#endif
+#if CX_WANT(26)
+  if (CX_OP == 26) return cx_tanh(x);
+#endif
+#if CX_WANT(27)
+  if (CX_OP == 27) return cx_asinh(x);
+#endif
+#if CX_WANT(28)
+  if (CX_OP == 28) return cx_acosh(x);
+#endif
+#if CX_WANT(29)
+  if (CX_OP == 29) return cx_atanh(x);
+#endif
+#if CX_WANT(30)
+  if (CX_OP == 30) {
+    CT l = cx_log(x);
+    return CT(l.x / CX_LN2, l.y / CX_LN2);
+  }
+#endif
+#if CX_WANT(31)
+  if (CX_OP == 31) {
+    CT l = cx_log(x);
+    return CT(l.x / CX_LN10, l.y / CX_LN10);
+  }
+#endif
+#if CX_WANT(32)
+  if (CX_OP == 32) return cx_log1p(x);
+#endif
+#if CX_WANT(33)
+  if (CX_OP == 33) return cx_expm1(x);
+#endif
+#if CX_WANT(34)
+  if (CX_OP == 34) return cx_reciprocal(cx_sqrt(x));
+#endif
+#if CX_WANT(35)
+  if (CX_OP == 35) {
+    CT e = cx_exp(-x);
+    return cx_reciprocal(CT(T(1) + e.x, cx_plus_zero(e.y)));  // c10: 1 + e
+  }
+#endif
+#if CX_WANT(36)
+  if (CX_OP == 36) return cx_mul(x, x);
+#endif
+#if CX_WANT(37)
+  if (CX_OP == 37) return cx_mul(cx_mul(x, x), x);
+#endif
+#if CX_WANT(38)
+  if (CX_OP == 38) return cx_reciprocal(cx_mul(x, x));
+#endif
+#if CX_WANT(39)
+  if (CX_OP == 39) return cx_exp(CT(CX_LN2 * x.x, CX_LN2 * x.y));  // exp(ln 2 * z), as c10
+#endif
+  return x;  // unreachable: the launcher pairs each variant with its op
 }
 
 void main() {
   CxGeometry geo = CxGeometry(pc.geo_addr);
   const int nd = geo.ndim;
-  const bool real_out = CX_OP == 15 || CX_OP == 16;
+  const bool binary = CX_VARIANT < 10;
+  const bool real_out = CX_VARIANT == 15 || CX_VARIANT == 16;
   const int stride_step = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);
   for (int q = int(gl_GlobalInvocationID.x); q < pc.numel; q += stride_step) {
     int rest = q, off_out = 0, off_a = 0, off_b = 0;
@@ -160,13 +246,9 @@ void main() {
       off_b += c * geo.strides[2 * CX_MAX_DIMS + d];
     }
     CT x = cx_load(pc.a_addr, pc.a_dtype, off_a, (pc.flags & 4) != 0, (pc.flags & 1) != 0);
-    CT r;
-    if (CX_OP < 10) {
-      CT y = cx_load(pc.b_addr, pc.b_dtype, off_b, (pc.flags & 8) != 0, (pc.flags & 2) != 0);
-      r = binary_op(x, y);
-    } else {
-      r = unary_op(x);
-    }
+    CT y = CT(0);
+    if (binary) y = cx_load(pc.b_addr, pc.b_dtype, off_b, (pc.flags & 8) != 0, (pc.flags & 2) != 0);
+    CT r = apply_op(x, y);
     STORE_T(pc.out_addr, pc.out_dtype, off_out, r.x);
     if (!real_out) STORE_T(pc.out_addr, pc.out_dtype, off_out + 1, r.y);
   }

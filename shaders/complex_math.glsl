@@ -48,6 +48,18 @@ bool cx_signbit(T x) { return tvk_signbit(x); }
 T cx_copysign(T a, T b) { return tvk_copysign(a, b); }
 T cx_hypot(T a, T b) { return tvk_hypot(a, b); }
 
+// x + 0.0 as IEEE arithmetic gives it (-0 becomes +0), on the bits: compilers may fold a
+// literal `x + 0.0` to x.
+T cx_plus_zero(T x) {
+#if KIND == KIND_FLOAT64
+  uint64_t b = doubleBitsToUint64(x);
+  return uint64BitsToDouble((b & 0x7ffffffffffffffful) == 0ul ? 0ul : b);
+#else
+  uint b = floatBitsToUint(x);
+  return uintBitsToFloat((b & 0x7fffffffu) == 0u ? 0u : b);
+#endif
+}
+
 // sin and cos of x; a tiny x gives (x, 1) like glibc (keeps the sign of a zero).
 void cx_sincos(T x, out T s, out T c) {
   if (abs(x) > CX_MIN) {
@@ -183,11 +195,11 @@ CT cx_reciprocal(CT z) {
   if (abs(c) >= abs(d)) {
     T rat = d / c;
     T scl = T(1) / (c + d * rat);
-    return CT(scl, (T(0) - rat) * scl);  // c10's (1 + 0 rat) scl, (0 - 1 rat) scl
+    return CT(scl, cx_plus_zero(-rat) * scl);  // c10's (1 + 0 rat) scl, (0 - 1 rat) scl
   }
   T rat = c / d;
   T scl = T(1) / (d + c * rat);
-  return CT((rat + T(0)) * scl, -scl);
+  return CT(cx_plus_zero(rat) * scl, -scl);
 }
 
 // ---------------------------------------------------------------- exp / log / sqrt
@@ -349,9 +361,12 @@ CT cx_log1p(CT z) {
 
 // c10's expm1: (expm1(x) cos y - 2 sin^2(y / 2)) + i exp(x) sin y.
 CT cx_expm1(CT z) {
-  T a = tvk_sin(z.y / T(2));
-  T re = tvk_expm1(z.x) * tvk_cos(z.y) - T(2) * a * a;
-  return CT(re, tvk_exp(z.x) * tvk_sin(z.y));
+  // sin / expm1 of a zero return that zero (its sign), as the C functions do
+  T sy = z.y == T(0) ? z.y : tvk_sin(z.y);
+  T a = z.y == T(0) ? z.y : tvk_sin(z.y / T(2));
+  T em1 = z.x == T(0) ? z.x : tvk_expm1(z.x);
+  T re = em1 * tvk_cos(z.y) - T(2) * a * a;
+  return CT(re, tvk_exp(z.x) * sy);
 }
 
 // ---------------------------------------------------------------- hyperbolic / trigonometric
@@ -663,6 +678,8 @@ CT cx_asin(CT z) {
 }
 
 // glibc cacos: pi/2 - asin z for special values, else from the adjusted asinh kernel.
+// complex64 only: for complex128 PyTorch's AVX2 / AVX-512 kernels compute
+// (pi/2, 0) - asin z instead (cx_acos_vec).
 CT cx_acos(CT z) {
   T x = z.x, y = z.y;
   if (!tvk_isfinite(x) || !tvk_isfinite(y) || (x == T(0) && y == T(0))) {
@@ -673,6 +690,13 @@ CT cx_acos(CT z) {
   }
   CT w = cx_kernel_asinh(CT(-y, x), true);
   return CT(w.y, w.x);
+}
+
+// acos of PyTorch's x86 complex128 kernels (Vectorized<complex<double>>::acos):
+// (pi/2 - re asin z) + i (0 - im asin z).
+CT cx_acos_vec(CT z) {
+  CT w = cx_asin(z);
+  return CT(CX_PI_2 - w.x, cx_plus_zero(-w.y));
 }
 
 #endif  // TVK_COMPLEX_MATH_GLSL

@@ -24,6 +24,16 @@ at::Tensor raw_alias(const at::Tensor& t);
 // The real view of the stored bytes of complex `t` (raw_alias + view_as_real).
 at::Tensor raw_real_view(const at::Tensor& t);
 
+// run(out), or run(tmp) and a copy into `out` when `out` carries the conjugate / negative bit
+// (kernels and real-view composites store plain values).
+template <class F>
+void with_plain_output(const at::Tensor& out, F&& run) {
+  if (!out.is_conj() && !out.is_neg()) return run(out);
+  at::Tensor tmp = at::empty(out.sizes(), out.options());
+  run(tmp);
+  out.copy_(tmp);
+}
+
 // copy_ where `src` or `dst` is complex (vk <-> CPU, vk <-> vk): complex <-> complex through
 // the real views, real -> complex sets the imaginary part 0, complex -> real keeps the real
 // part (with PyTorch's warning). The conjugate / negative bits of both sides are honoured.
@@ -79,6 +89,11 @@ void complex_scan(bool product, const at::Tensor& self, int64_t dim, const at::T
 // given): the complex_rows kernel, accumulation in out's precision as on the CPU.
 void complex_prod(const at::Tensor& self, const std::bitset<64>& mask, bool keepdim,
                   const at::Tensor& out);
+
+// where(condition, self, other) with a complex result type (`out` undefined: allocated,
+// else of that dtype): the same selection over the real views.
+at::Tensor& complex_where(const at::Tensor& condition, const at::Tensor& self,
+                          const at::Tensor& other, at::Tensor& out);
 
 // dot(self, other) of complex 1-D tensors of one dtype (checked by the caller), conjugate /
 // negative bits honoured: one real GEMM on the real views. 0-dim result.

@@ -172,7 +172,14 @@ at::Tensor& complex_mul(at::Tensor& out, const at::Tensor& self, const at::Tenso
 void launch_complex(kernels::ComplexOp op, at::TensorIteratorBase& iter, at::ScalarType compute,
                     bool conj_a, bool conj_b) {
   if (iter.numel() == 0) return;
-  const bool f64 = compute == at::kComplexDouble;
+  // fp64 math for complex128, and also where a complex128 / float64 operand lives in device
+  // memory (the fp32 variant cannot load or store fp64): more precise than the CPU's
+  // complex64 math followed by a cast, never less.
+  bool f64 = compute == at::kComplexDouble;
+  for (int i = 0; i < iter.ntensors(); ++i) {
+    const at::ScalarType t = iter.dtype(i);
+    if ((t == at::kComplexDouble || t == at::kDouble) && !iter.is_cpu_scalar(i)) f64 = true;
+  }
   check_storage_dtype(f64 ? at::kComplexDouble : at::kComplexFloat, "complex");
   const int inputs = kernels::complex_op_binary(op) ? 2 : 1;
   TORCH_INTERNAL_ASSERT(iter.ntensors() >= 1 + inputs);
@@ -274,7 +281,7 @@ constexpr std::pair<std::string_view, kernels::ComplexOp> kUnaryKernels[] = {
     {"atanh", kernels::ComplexOp::Atanh},   {"log2", kernels::ComplexOp::Log2},
     {"log10", kernels::ComplexOp::Log10},   {"log1p", kernels::ComplexOp::Log1p},
     {"expm1", kernels::ComplexOp::Expm1},   {"rsqrt", kernels::ComplexOp::Rsqrt},
-    {"sigmoid", kernels::ComplexOp::Sigmoid}};
+    {"sigmoid", kernels::ComplexOp::Sigmoid}, {"exp2", kernels::ComplexOp::Exp2}};
 constexpr std::pair<std::string_view, kernels::ComplexOp> kBinaryKernels[] = {
     {"pow", kernels::ComplexOp::Pow},
     {"tanh_backward", kernels::ComplexOp::TanhBackward},
@@ -457,6 +464,27 @@ void complex_addbmm_into(const at::Tensor& result, const at::Tensor& bias, const
   // beta == 0: the bias is not read (NaN / inf in it do not propagate), as on the CPU.
   if (!is_scalar_zero(beta) && bias.defined()) prod = prod + bias * beta;
   result.copy_(prod);  // prod is a temporary: result may alias bias
+}
+
+at::Tensor& complex_where(const at::Tensor& condition, const at::Tensor& self,
+                          const at::Tensor& other, at::Tensor& out) {
+  const at::ScalarType type = at::result_type(self, other);
+  check_storage_dtype(type, "where");
+  const at::Device device = condition.device().is_privateuseone() ? condition.device()
+                            : self.device().is_privateuseone()    ? self.device()
+                                                                  : other.device();
+  const at::Tensor x = as_complex_on(self, device, type), y = as_complex_on(other, device, type);
+  const auto shape = at::infer_size(at::infer_size(condition.sizes(), x.sizes()), y.sizes());
+  if (!out.defined()) out = at::empty(shape, x.options());
+  else at::native::resize_output(out, shape);
+  if (out.numel() == 0) return out;
+  // A trailing dim of 1 on the condition broadcasts it over (re, im).
+  const at::Tensor cond = condition.to(device).unsqueeze(-1);
+  with_plain_output(out, [&](const at::Tensor& dst) {
+    at::Tensor dst_real = raw_real_view(dst);
+    at::where_out(dst_real, cond, at::view_as_real(x), at::view_as_real(y));
+  });
+  return out;
 }
 
 at::Tensor complex_dot(const at::Tensor& self, const at::Tensor& other) {

@@ -106,15 +106,6 @@ void run_rows(kernels::ComplexRowsOp op, const RowsBuilder& b, const at::Tensor&
   translate_errors([&] { kernels::complex_rows(stream, p); });
 }
 
-// Writes through a temporary when `out` carries math bits (the kernel stores plain values).
-template <class F>
-void with_plain_output(const at::Tensor& out, F&& run) {
-  if (!out.is_conj() && !out.is_neg()) return run(out);
-  at::Tensor tmp = at::empty(out.sizes(), out.options());
-  run(tmp);
-  out.copy_(tmp);
-}
-
 }  // namespace
 
 void complex_scan(bool product, const at::Tensor& self, int64_t dim, const at::Tensor& out) {

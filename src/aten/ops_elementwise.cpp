@@ -578,6 +578,7 @@ at::Tensor& where_out(const at::Tensor& condition, const at::Tensor& self, const
     TORCH_CHECK(out.scalar_type() == result_type, "Expected out type to be ", result_type,
                 " but got ", out.scalar_type());
   }
+  if (at::isComplexType(result_type)) return complex_where(condition, self, other, out);
   auto iter = at::TensorIteratorConfig()
                   .check_all_same_dtype(false)
                   .allow_cpu_scalars(true)

@@ -39,7 +39,7 @@ enum class ComplexOp : int32_t {
   Cos = 19,
   Tan = 20,
   Asin = 21,
-  Acos = 22,
+  Acos = 22,  // complex128: pi/2 - asin a (the CPU's x86 kernel), complex64: cacos
   Atan = 23,
   Sinh = 24,
   Cosh = 25,
@@ -56,6 +56,7 @@ enum class ComplexOp : int32_t {
   Square = 36,     // a * a
   Cube = 37,       // (a * a) * a
   InvSquare = 38,  // 1 / (a * a)
+  Exp2 = 39,       // exp(ln 2 * a)
 };
 
 // Whether `op` writes a real (not complex) output.
