@@ -95,6 +95,10 @@ void complex_prod(const at::Tensor& self, const std::bitset<64>& mask, bool keep
 at::Tensor& complex_where(const at::Tensor& condition, const at::Tensor& self,
                           const at::Tensor& other, at::Tensor& out);
 
+// masked_fill_ of complex `self` with a 0-dim `value` (CPU: two real fills of the planes; vk:
+// a where), self's conjugate / negative bits honoured.
+at::Tensor& complex_masked_fill_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value);
+
 // dot(self, other) of complex 1-D tensors of one dtype (checked by the caller), conjugate /
 // negative bits honoured: one real GEMM on the real views. 0-dim result.
 at::Tensor complex_dot(const at::Tensor& self, const at::Tensor& other);

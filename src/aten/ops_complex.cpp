@@ -487,6 +487,22 @@ at::Tensor& complex_where(const at::Tensor& condition, const at::Tensor& self,
   return out;
 }
 
+at::Tensor& complex_masked_fill_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool,
+              "masked_fill_ only supports boolean masks, but got mask with dtype ", mask.scalar_type());
+  check_storage_dtype(self.scalar_type(), "masked_fill_");
+  if (value.device().is_cpu()) {
+    c10::complex<double> v = value.item().toComplexDouble();
+    if (self.is_conj()) v = std::conj(v);
+    if (self.is_neg()) v = -v;
+    const at::Tensor r = raw_real_view(self);
+    r.select(-1, 0).masked_fill_(mask, v.real());
+    r.select(-1, 1).masked_fill_(mask, v.imag());
+    return self;
+  }
+  return self.copy_(at::where(mask, value.to(self.scalar_type()), self));
+}
+
 at::Tensor complex_dot(const at::Tensor& self, const at::Tensor& other) {
   check_storage_dtype(self.scalar_type(), "dot");
   const int64_t k = self.numel();

@@ -322,6 +322,17 @@ def test_where_and_flip(ctype):
     check(lambda m, a, b: torch.where(m[0], a, b), c, x, make((3, 4), real_of(ctype)), atol=0, rtol=0)
     check(lambda m, a, b, o: torch.where(m, a, b, out=o), c, x, y, torch.empty(0, dtype=ctype),
           atol=0, rtol=0)
+    check(lambda a, m: a.masked_fill(m, 2 - 1j), x, c, atol=0, rtol=0)
+    check(lambda a, m: a.conj().masked_fill(m, 2 - 1j), x, c, atol=0, rtol=0)
+    check(lambda a, m, v: a.masked_fill(m, v), x, c, torch.tensor(1j, dtype=ctype), atol=0, rtol=0)
+    idx = torch.tensor([[2, 0, 1, 1], [0, 2, 2, 1]])
+    check(lambda a, i: torch.gather(a, 0, i), x, idx, atol=0, rtol=0)
+    check(lambda a, i: torch.gather(a.t(), -1, i.t()[:, :2]), x, idx, atol=0, rtol=0)
+    check(lambda a, i: torch.gather(a, 0, i), cmake((), ctype), torch.tensor(0), atol=0, rtol=0)
+    check(lambda a, i, b: a.scatter(0, i[:, :3], b), x, torch.tensor([[2, 0, 1], [0, 1, 2]]),
+          cmake((2, 3), ctype, seed=8), atol=0, rtol=0)
+    check(lambda a, i: a.scatter(1, i, 0.5 + 2j), x, idx[:, :2], atol=0, rtol=0)
+    check(lambda a, i, b: a.scatter_add(0, i, b), x, idx, cmake((2, 4), ctype, seed=9))
     check(lambda a: a.flip(0), x, atol=0, rtol=0)
     check(lambda a: a.flip(-1, 0), x.conj(), atol=0, rtol=0)
     check(lambda a: a.t().flip(1), x, atol=0, rtol=0)
