@@ -133,7 +133,7 @@ CT apply_op(CT x, CT y) {
 #if CX_WANT(14)
   if (CX_OP == 14) {
     T m = cx_hypot(x.x, x.y);
-    return m != T(0) ? CT(x.x / m, x.y / m) : CT(0, 0);
+    return m != T(0) ? CT(cx_fdiv(x.x, m), cx_fdiv(x.y, m)) : CT(0, 0);
   }
 #endif
 #if CX_WANT(15)
@@ -190,13 +190,13 @@ CT apply_op(CT x, CT y) {
 #if CX_WANT(30)
   if (CX_OP == 30) {
     CT l = cx_log(x);
-    return CT(l.x / CX_LN2, l.y / CX_LN2);
+    return CT(cx_fdiv(l.x, CX_LN2), cx_fdiv(l.y, CX_LN2));
   }
 #endif
 #if CX_WANT(31)
   if (CX_OP == 31) {
     CT l = cx_log(x);
-    return CT(l.x / CX_LN10, l.y / CX_LN10);
+    return CT(cx_fdiv(l.x, CX_LN10), cx_fdiv(l.y, CX_LN10));
   }
 #endif
 #if CX_WANT(32)

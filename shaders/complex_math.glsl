@@ -60,6 +60,17 @@ T cx_plus_zero(T x) {
 #endif
 }
 
+// a / b correctly rounded, as the CPU's division (Vulkan's division may be a few ULP off, and
+// is on lavapipe): tvk_div_rn where it is exact (finite operands, a normal quotient), the
+// device's division for infinities and NaN (exact there), tvk_div_zero for b = 0.
+T cx_fdiv(T a, T b) {
+  if (!tvk_isfinite(a) || !tvk_isfinite(b)) return a / b;
+  if (b == T(0)) return tvk_div_zero(a, b);
+  if (a == T(0)) return tvk_div_rn(a, b);  // a signed zero
+  T q = a / b;
+  return abs(q) >= T(2) * CX_MIN && abs(q) <= CX_MAX ? tvk_div_rn(a, b) : q;
+}
+
 // sin and cos of x; a tiny x gives (x, 1) like glibc (keeps the sign of a zero).
 void cx_sincos(T x, out T s, out T c) {
   if (abs(x) > CX_MIN) {
@@ -178,12 +189,12 @@ CT cx_div(CT z, CT w) {
       // a / 0 and b / 0, spelled out (no reliance on the device's division by zero)
       return CT(tvk_div_zero(a, abs_c), tvk_div_zero(b, abs_c));
     }
-    T rat = d / c;
-    T scl = T(1) / (c + d * rat);
+    T rat = cx_fdiv(d, c);
+    T scl = cx_fdiv(T(1), c + d * rat);
     return CT((a + b * rat) * scl, (b - a * rat) * scl);
   }
-  T rat = c / d;
-  T scl = T(1) / (d + c * rat);
+  T rat = cx_fdiv(c, d);
+  T scl = cx_fdiv(T(1), d + c * rat);
   return CT((a * rat + b) * scl, (b * rat - a) * scl);
 }
 
@@ -193,12 +204,12 @@ CT cx_reciprocal(CT z) {
   if (z.x == T(0) && z.y == T(0)) return CT(CX_INF, CX_NAN);
   T c = z.x, d = z.y;
   if (abs(c) >= abs(d)) {
-    T rat = d / c;
-    T scl = T(1) / (c + d * rat);
+    T rat = cx_fdiv(d, c);
+    T scl = cx_fdiv(T(1), c + d * rat);
     return CT(scl, cx_plus_zero(-rat) * scl);  // c10's (1 + 0 rat) scl, (0 - 1 rat) scl
   }
-  T rat = c / d;
-  T scl = T(1) / (d + c * rat);
+  T rat = cx_fdiv(c, d);
+  T scl = cx_fdiv(T(1), d + c * rat);
   return CT(cx_plus_zero(rat) * scl, -scl);
 }
 

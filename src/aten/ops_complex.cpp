@@ -1,10 +1,13 @@
 // Complex storage on vk: the helpers of complex_storage.h, the views between complex and real
 // (view_as_real, view_as_complex), conj_physical (_conj_physical, conj_physical_,
 // conj_physical.out: the complex.comp kernel), the element-wise rows with a complex operand
-// (complex.comp for mul / div / exp / log / sqrt / reciprocal / sgn / abs; composites over the
-// real views for add / sub / neg / eq / ne / isnan and complex x real scaling), and the complex
-// matmul family (one real GEMM on the real views). resolve_conj / resolve_neg / real / imag /
-// _conj / _neg_view are PyTorch composites over these and copy_.
+// (launch_complex: one complex.comp dispatch over a TensorIterator, with the CPU's results,
+// for mul / div / pow / exp / log / sqrt / the trigonometric and hyperbolic functions ... ;
+// composites over the real views for add / sub / neg / eq / ne / isnan, complex x real
+// scaling, where, masked_fill_), and the complex matmul family (mm / bmm / dot: one real GEMM
+// on the real views). pow with scalars, cumsum / cumprod and prod are in ops_complex_math.cpp.
+// resolve_conj / resolve_neg / real / imag / _conj / _neg_view are PyTorch composites over
+// these and copy_.
 #include <ATen/ATen.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/native/Resize.h>

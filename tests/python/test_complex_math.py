@@ -375,3 +375,19 @@ def test_backward(name, ctype):
     for zeros in ((False, True) if name in ("scans", "prod") else (False,)):
         for vk_grad, cpu_grad in zip(grads("vk", zeros), grads("cpu", zeros)):
             torch.testing.assert_close(vk_grad, cpu_grad, **tol(ctype, 20))
+
+
+@pytest.mark.parametrize("ctype", CTYPES, ids=str)
+def test_backward_strided_inputs(ctype):
+    """Gradients of transposed and expanded leaves (the autograd formulas see strided views)."""
+    def grads(device):
+        base = cmake((3, 4), ctype, low=0.3, high=1.5).to(device)
+        a = base.t().requires_grad_()                              # transposed leaf
+        b = cmake((1, 3), ctype, seed=5, low=0.3, high=1.5).to(device).expand(4, 3).requires_grad_()
+        y = (a.sqrt() * b.sigmoid() + a.rsqrt() - b.square() + a.reciprocal() * b.tan()
+             + a.pow(b) + a.cumprod(0) + a.prod(1, keepdim=True))
+        (y.abs().sum() + y.imag.sum()).backward()
+        return a.grad.cpu(), b.grad.cpu()
+
+    for vk_grad, cpu_grad in zip(grads("vk"), grads("cpu")):
+        torch.testing.assert_close(vk_grad, cpu_grad, **tol(ctype, 20))
