@@ -23,6 +23,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "aten/complex_storage.h"
 #include "aten/launch.h"
 #include "aten/vk_common.h"
 
@@ -59,6 +60,7 @@ struct BinaryBackward {
   const char* cpu_name;
   at::Tensor& run(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, const Scalars& scalars = {}) const {
     auto iter = at::TensorIterator::borrowing_binary_op(out, a, b);
+    if (complex_elementwise_iter(kernel, iter)) return out.defined() ? out : (out = iter.output());
     return launch_float(iter, out, kernel, cpu_name, scalars);
   }
 };

@@ -1,10 +1,13 @@
 // Complex storage on vk: the helpers of complex_storage.h, the views between complex and real
 // (view_as_real, view_as_complex), conj_physical (_conj_physical, conj_physical_,
 // conj_physical.out: the complex.comp kernel), the element-wise rows with a complex operand
-// (complex.comp for mul / div / exp / log / sqrt / reciprocal / sgn / abs; composites over the
-// real views for add / sub / neg / eq / ne / isnan and complex x real scaling), and the complex
-// matmul family (one real GEMM on the real views). resolve_conj / resolve_neg / real / imag /
-// _conj / _neg_view are PyTorch composites over these and copy_.
+// (launch_complex: one complex.comp dispatch over a TensorIterator, with the CPU's results,
+// for mul / div / pow / exp / log / sqrt / the trigonometric and hyperbolic functions ... ;
+// composites over the real views for add / sub / neg / eq / ne / isnan, complex x real
+// scaling, where, masked_fill_), and the complex matmul family (mm / bmm / dot: one real GEMM
+// on the real views). pow with scalars, cumsum / cumprod and prod are in ops_complex_math.cpp.
+// resolve_conj / resolve_neg / real / imag / _conj / _neg_view are PyTorch composites over
+// these and copy_.
 #include <ATen/ATen.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/native/Resize.h>
@@ -12,6 +15,9 @@
 #include <ATen/ops/view_as_real_native.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
+
+#include <string_view>
+#include <utility>
 
 #include "aten/complex_storage.h"
 #include "aten/vk_common.h"
@@ -167,6 +173,62 @@ at::Tensor& complex_mul(at::Tensor& out, const at::Tensor& self, const at::Tenso
 
 // ---------------------------------------------------------------- complex kernels
 
+void launch_complex(kernels::ComplexOp op, at::TensorIteratorBase& iter, at::ScalarType compute,
+                    bool conj_a, bool conj_b) {
+  if (iter.numel() == 0) return;
+  // fp64 math for complex128, and also where a complex128 / float64 operand lives in device
+  // memory (the fp32 variant cannot load or store fp64): more precise than the CPU's
+  // complex64 math followed by a cast, never less.
+  bool f64 = compute == at::kComplexDouble;
+  for (int i = 0; i < iter.ntensors(); ++i) {
+    const at::ScalarType t = iter.dtype(i);
+    if ((t == at::kComplexDouble || t == at::kDouble) && !iter.is_cpu_scalar(i)) f64 = true;
+  }
+  check_storage_dtype(f64 ? at::kComplexDouble : at::kComplexFloat, "complex");
+  const int inputs = kernels::complex_op_binary(op) ? 2 : 1;
+  TORCH_INTERNAL_ASSERT(iter.ntensors() >= 1 + inputs);
+  const bool conj[2] = {conj_a, conj_b};
+  tvk::Stream& stream = current_stream(iter.device(0).index());
+  for (auto&& sub : iter.with_32bit_indexing()) {
+    kernels::ComplexElementwise p;
+    p.op = op;
+    p.kind = f64 ? kernels::ComputeKind::Float64 : kernels::ComputeKind::Float32;
+    p.numel = sub.numel();
+    TORCH_CHECK(sub.ndim() <= kernels::kMaxDims, "torch-vk: complex op on a tensor with ",
+                sub.ndim(), " non-collapsible dimensions is not supported");
+    p.geometry.ndim = static_cast<int32_t>(sub.ndim());
+    for (int d = 0; d < sub.ndim(); ++d) p.geometry.sizes[d] = sub.shape()[d];
+    // Strides in scalars: the real value type's for complex operands, the element for real.
+    auto strides_of = [&](int i, at::ScalarType scalar) {
+      const int64_t size = static_cast<int64_t>(c10::elementSize(scalar));
+      const auto strides = sub.strides(i);
+      for (int d = 0; d < sub.ndim(); ++d) p.geometry.strides[i][d] = strides[d] / size;
+    };
+    const at::ScalarType out_scalar = c10::toRealValueType(sub.dtype(0));
+    p.out = {reinterpret_cast<uint64_t>(sub.data_ptr(0)), vk_dtype(out_scalar, "complex")};
+    strides_of(0, out_scalar);
+    kernels::ComplexInput* ins[2] = {&p.a, &p.b};
+    for (int i = 0; i < inputs; ++i) {
+      kernels::ComplexInput& in = *ins[i];
+      const int t = i + 1;
+      const at::ScalarType type = sub.dtype(t);
+      if (sub.is_cpu_scalar(t)) {  // a Python number or 0-dim CPU tensor: a host value
+        const c10::complex<double> v = sub.scalar_value<c10::complex<double>>(t);
+        in.host = true;
+        in.value[0] = v.real();
+        in.value[1] = v.imag();
+        continue;
+      }
+      const at::ScalarType scalar = c10::toRealValueType(type);
+      in.data = {reinterpret_cast<uint64_t>(sub.data_ptr(t)), vk_dtype(scalar, "complex")};
+      in.real = !c10::isComplexType(type);
+      in.conj = conj[i] && !in.real;
+      strides_of(t, scalar);
+    }
+    translate_errors([&] { kernels::complex_elementwise(stream, p); });
+  }
+}
+
 void run_complex_kernel(kernels::ComplexOp op, const at::Tensor& out, const at::Tensor& a,
                         const at::Tensor* b) {
   if (out.numel() == 0) return;
@@ -187,29 +249,8 @@ void run_complex_kernel(kernels::ComplexOp op, const at::Tensor& out, const at::
   const bool f64 = out.scalar_type() == at::kComplexDouble || out.scalar_type() == at::kDouble ||
                    a.scalar_type() == at::kComplexDouble ||
                    (binary && b->scalar_type() == at::kComplexDouble);
-  check_storage_dtype(f64 ? at::kComplexDouble : at::kComplexFloat, "complex");
-  tvk::Stream& stream = current_stream(out.device().index());
-  for (auto&& sub : iter.with_32bit_indexing()) {
-    kernels::ComplexElementwise p;
-    p.op = op;
-    p.kind = f64 ? kernels::ComputeKind::Float64 : kernels::ComputeKind::Float32;
-    p.numel = sub.numel();
-    TORCH_CHECK(sub.ndim() <= kernels::kMaxDims, "torch-vk: complex op on a tensor with ",
-                sub.ndim(), " non-collapsible dimensions is not supported");
-    p.geometry.ndim = static_cast<int32_t>(sub.ndim());
-    for (int d = 0; d < sub.ndim(); ++d) p.geometry.sizes[d] = sub.shape()[d];
-    kernels::Operand* operands[3] = {&p.out, &p.a, &p.b};
-    for (int i = 0; i < sub.ntensors(); ++i) {
-      const at::ScalarType type = c10::toRealValueType(sub.dtype(i));
-      const int64_t scalar_size = static_cast<int64_t>(c10::elementSize(type));
-      *operands[i] = {reinterpret_cast<uint64_t>(sub.data_ptr(i)), vk_dtype(type, "complex")};
-      const auto strides = sub.strides(i);
-      for (int d = 0; d < sub.ndim(); ++d) p.geometry.strides[i][d] = strides[d] / scalar_size;
-    }
-    p.conj_a = a.is_conj();
-    p.conj_b = binary && b->is_conj();
-    translate_errors([&] { kernels::complex_elementwise(stream, p); });
-  }
+  launch_complex(op, iter, f64 ? at::kComplexDouble : at::kComplexFloat, a.is_conj(),
+                 binary && b->is_conj());
 }
 
 namespace {
@@ -230,7 +271,39 @@ at::Tensor as_complex_on(const at::Tensor& t, at::Device device, at::ScalarType 
   return t.to(device, type).resolve_conj().resolve_neg();
 }
 
+// Element-wise kernels with a complex output, by the kernel names of the op rows
+// (ops_elementwise.cpp, ops_activation.cpp).
+constexpr std::pair<std::string_view, kernels::ComplexOp> kUnaryKernels[] = {
+    {"exp", kernels::ComplexOp::Exp},       {"log", kernels::ComplexOp::Log},
+    {"sqrt", kernels::ComplexOp::Sqrt},     {"reciprocal", kernels::ComplexOp::Reciprocal},
+    {"sgn", kernels::ComplexOp::Sgn},       {"sin", kernels::ComplexOp::Sin},
+    {"cos", kernels::ComplexOp::Cos},       {"tan", kernels::ComplexOp::Tan},
+    {"asin", kernels::ComplexOp::Asin},     {"acos", kernels::ComplexOp::Acos},
+    {"atan", kernels::ComplexOp::Atan},     {"sinh", kernels::ComplexOp::Sinh},
+    {"cosh", kernels::ComplexOp::Cosh},     {"tanh", kernels::ComplexOp::Tanh},
+    {"asinh", kernels::ComplexOp::Asinh},   {"acosh", kernels::ComplexOp::Acosh},
+    {"atanh", kernels::ComplexOp::Atanh},   {"log2", kernels::ComplexOp::Log2},
+    {"log10", kernels::ComplexOp::Log10},   {"log1p", kernels::ComplexOp::Log1p},
+    {"expm1", kernels::ComplexOp::Expm1},   {"rsqrt", kernels::ComplexOp::Rsqrt},
+    {"sigmoid", kernels::ComplexOp::Sigmoid}, {"exp2", kernels::ComplexOp::Exp2}};
+constexpr std::pair<std::string_view, kernels::ComplexOp> kBinaryKernels[] = {
+    {"pow", kernels::ComplexOp::Pow},
+    {"tanh_backward", kernels::ComplexOp::TanhBackward},
+    {"sigmoid_backward", kernels::ComplexOp::SigmoidBackward}};
+
 }  // namespace
+
+bool complex_elementwise_iter(const char* kernel, at::TensorIteratorBase& iter) {
+  const std::string_view k(kernel);
+  const at::ScalarType type = iter.common_dtype();
+  if (!c10::isComplexType(type)) return false;
+  for (const auto& [name, op] : kBinaryKernels) {
+    if (k != name) continue;
+    launch_complex(op, iter, type, false, false);
+    return true;
+  }
+  return false;
+}
 
 bool complex_elementwise(const char* kernel, at::Tensor& out, const at::Tensor& a,
                          const at::Tensor* b) {
@@ -238,17 +311,29 @@ bool complex_elementwise(const char* kernel, at::Tensor& out, const at::Tensor& 
   const at::Device device = a.device().is_privateuseone() || b == nullptr ? a.device() : b->device();
   if (b == nullptr) {
     if (!a.is_complex()) return false;
-    const std::pair<std::string_view, kernels::ComplexOp> unary_kernels[] = {
-        {"abs", kernels::ComplexOp::Abs},   {"exp", kernels::ComplexOp::Exp},
-        {"log", kernels::ComplexOp::Log},   {"sqrt", kernels::ComplexOp::Sqrt},
-        {"reciprocal", kernels::ComplexOp::Reciprocal}, {"sgn", kernels::ComplexOp::Sgn},
-        {"angle", kernels::ComplexOp::Angle}};
-    for (const auto& [name, op] : unary_kernels) {
+    for (const auto& [name, op] : kUnaryKernels) {
       if (k != name) continue;
       check_storage_dtype(a.scalar_type(), kernel);
-      const at::ScalarType out_type = kernels::complex_op_real_output(op)
-                                          ? c10::toRealValueType(a.scalar_type())
-                                          : a.scalar_type();
+      // The CPU's iterator: the output dtype is the input's (out= must take it safely, an
+      // in-place op keeps its dtype); conj / neg bits were resolved by the dispatcher.
+      at::TensorIterator iter = at::TensorIteratorConfig()
+                                    .set_check_mem_overlap(true)
+                                    .add_output(out)
+                                    .add_const_input(a)
+                                    .promote_inputs_to_common_dtype(true)
+                                    .cast_common_dtype_to_outputs(true)
+                                    .enforce_safe_casting_to_output(true)
+                                    .build();
+      launch_complex(op, iter, iter.common_dtype(), a.is_conj(), false);
+      if (!out.defined()) out = iter.output();
+      return true;
+    }
+    const std::pair<std::string_view, kernels::ComplexOp> real_kernels[] = {
+        {"abs", kernels::ComplexOp::Abs}, {"angle", kernels::ComplexOp::Angle}};
+    for (const auto& [name, op] : real_kernels) {
+      if (k != name) continue;
+      check_storage_dtype(a.scalar_type(), kernel);
+      const at::ScalarType out_type = c10::toRealValueType(a.scalar_type());
       const at::Tensor src = a.to(device);  // bits kept: the kernel reads the conj bit
       if (out.defined() && out.scalar_type() == out_type && out.device() == device) {
         at::native::resize_output(out, src.sizes());
@@ -269,6 +354,16 @@ bool complex_elementwise(const char* kernel, at::Tensor& out, const at::Tensor& 
     } else {
       return false;
     }
+    return true;
+  }
+  for (const auto& [name, op] : kBinaryKernels) {
+    if (k != name) continue;
+    // The CPU's binary_op iterator: result_type promotion, broadcasting, the safe-cast check
+    // of out=; real operands and CPU scalars are read as they are (no conversion copies).
+    at::TensorIterator iter = at::TensorIterator::binary_op(out, a, *b);
+    if (!c10::isComplexType(iter.common_dtype())) return false;
+    launch_complex(op, iter, iter.common_dtype(), a.is_conj(), b->is_conj());
+    if (!out.defined()) out = iter.output();
     return true;
   }
   const bool compare = k == "eq" || k == "ne";
@@ -373,6 +468,52 @@ void complex_addbmm_into(const at::Tensor& result, const at::Tensor& bias, const
   // beta == 0: the bias is not read (NaN / inf in it do not propagate), as on the CPU.
   if (!is_scalar_zero(beta) && bias.defined()) prod = prod + bias * beta;
   result.copy_(prod);  // prod is a temporary: result may alias bias
+}
+
+at::Tensor& complex_where(const at::Tensor& condition, const at::Tensor& self,
+                          const at::Tensor& other, at::Tensor& out) {
+  const at::ScalarType type = at::result_type(self, other);
+  check_storage_dtype(type, "where");
+  const at::Device device = condition.device().is_privateuseone() ? condition.device()
+                            : self.device().is_privateuseone()    ? self.device()
+                                                                  : other.device();
+  const at::Tensor x = as_complex_on(self, device, type), y = as_complex_on(other, device, type);
+  const auto shape = at::infer_size(at::infer_size(condition.sizes(), x.sizes()), y.sizes());
+  if (!out.defined()) out = at::empty(shape, x.options());
+  else at::native::resize_output(out, shape);
+  if (out.numel() == 0) return out;
+  // A trailing dim of 1 on the condition broadcasts it over (re, im).
+  const at::Tensor cond = condition.to(device).unsqueeze(-1);
+  with_plain_output(out, [&](const at::Tensor& dst) {
+    at::Tensor dst_real = raw_real_view(dst);
+    at::where_out(dst_real, cond, at::view_as_real(x), at::view_as_real(y));
+  });
+  return out;
+}
+
+at::Tensor& complex_masked_fill_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool,
+              "masked_fill_ only supports boolean masks, but got mask with dtype ", mask.scalar_type());
+  check_storage_dtype(self.scalar_type(), "masked_fill_");
+  if (value.device().is_cpu()) {
+    c10::complex<double> v = value.item().toComplexDouble();
+    if (self.is_conj()) v = std::conj(v);
+    if (self.is_neg()) v = -v;
+    const at::Tensor r = raw_real_view(self);
+    r.select(-1, 0).masked_fill_(mask, v.real());
+    r.select(-1, 1).masked_fill_(mask, v.imag());
+    return self;
+  }
+  return self.copy_(at::where(mask, value.to(self.scalar_type()), self));
+}
+
+at::Tensor complex_dot(const at::Tensor& self, const at::Tensor& other) {
+  check_storage_dtype(self.scalar_type(), "dot");
+  const int64_t k = self.numel();
+  if (k == 0) return at::zeros({}, self.options().dtype(self.scalar_type()));
+  // (1, 1, k) @ (1, k, 1): the bits of self are folded into the product, other's resolved.
+  const at::Tensor prod = complex_bmm_product(self.view({1, 1, k}), other.view({1, k, 1}));
+  return prod.reshape({});
 }
 
 namespace {

@@ -288,7 +288,10 @@ at::Tensor& div_mode_out(const at::Tensor& self, const at::Tensor& other,
 at::Tensor& pow_tensor_scalar_out(const at::Tensor& base, const Scalar& exp, at::Tensor& out) {
   TORCH_CHECK(!(at::isIntegralType(base.scalar_type(), true) && exp.isIntegral(true) && exp.toLong() < 0),
               "Integers to negative integer powers are not allowed.");
-  TORCH_CHECK(!exp.isComplex(), "torch-vk: complex exponents are not supported");
+  // Complex results (complex base or exponent): complex.comp with the CPU's fast paths.
+  if ((base.is_complex() || exp.isComplex() || (out.defined() && out.is_complex())) &&
+      complex_pow_tensor_scalar(out, base, exp))
+    return out;
   // pow(x, 0) = 1 and pow(x, 1) = x exactly in the kernel (also for bool, where the CPU fills
   // or copies instead of dispatching its pow kernel).
   const at::Tensor wrapped = at::native::wrapped_scalar_tensor(exp);
@@ -305,7 +308,9 @@ at::Tensor& pow_tensor_scalar_(at::Tensor& base, const Scalar& exp) {
   return pow_tensor_scalar_out(base, exp, base);
 }
 at::Tensor& pow_scalar_out(const Scalar& base, const at::Tensor& exp, at::Tensor& out) {
-  TORCH_CHECK(!base.isComplex(), "torch-vk: complex bases are not supported");
+  if ((base.isComplex() || exp.is_complex() || (out.defined() && out.is_complex())) &&
+      complex_pow_scalar_tensor(out, base, exp))
+    return out;
   const at::Tensor wrapped = at::native::wrapped_scalar_tensor(base);
   auto iter = at::TensorIterator::binary_op(out, wrapped, exp);
   // base == 1 fills ones on the CPU (for every dtype); the kernel gives 1 as well.
@@ -573,6 +578,7 @@ at::Tensor& where_out(const at::Tensor& condition, const at::Tensor& self, const
     TORCH_CHECK(out.scalar_type() == result_type, "Expected out type to be ", result_type,
                 " but got ", out.scalar_type());
   }
+  if (at::isComplexType(result_type)) return complex_where(condition, self, other, out);
   auto iter = at::TensorIteratorConfig()
                   .check_all_same_dtype(false)
                   .allow_cpu_scalars(true)

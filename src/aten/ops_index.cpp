@@ -33,6 +33,7 @@
 #include <sstream>
 #include <limits>
 
+#include "aten/complex_storage.h"
 #include "aten/launch.h"
 #include "aten/ops_reduce.h"
 #include "aten/vk_common.h"
@@ -119,6 +120,16 @@ kernels::ComputeKind accumulate_kind(at::ScalarType dtype) {
 // out[i] = self[i with dim replaced by index[i]] over the shape of `index`.
 void launch_gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& out) {
   if (index.numel() == 0) return;
+  if (self.is_complex()) {  // the same gather of both (re, im) parts: a trailing dim of 2
+    dim = at::maybe_wrap_dim(dim, self.dim());
+    const bool scalar = self.dim() == 0;  // as 1-element vectors: the real view's last dim is (re, im)
+    const at::Tensor s = scalar ? self.unsqueeze(0) : self, o = scalar ? out.unsqueeze(0) : out;
+    const at::Tensor i = (scalar ? index.reshape({1}) : index).unsqueeze(-1);
+    std::vector<int64_t> shape = i.sizes().vec();
+    shape.back() = 2;
+    return launch_gather(at::view_as_real(s.resolve_conj().resolve_neg()), dim, i.expand(shape),
+                         raw_real_view(o));
+  }
   dim = at::maybe_wrap_dim(dim, self.dim());
   IndexProblem p;
   p.mode = IndexMode::Gather;
@@ -158,6 +169,30 @@ at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, 
 void launch_scatter(const at::Tensor& out, int64_t dim, const at::Tensor& index, const at::Tensor& src,
                     const c10::Scalar& value, std::optional<AccumulateOp> op, const char* name) {
   if (index.numel() == 0) return;
+  if (out.is_complex()) {  // both (re, im) parts; products do not split into parts
+    TORCH_CHECK_NOT_IMPLEMENTED(!op || *op == AccumulateOp::Add, "torch-vk: ", name,
+                                " with this reduction is not supported for complex tensors");
+    dim = at::maybe_wrap_dim(dim, out.dim());
+    const bool scalar = out.dim() == 0;
+    const at::Tensor o = scalar ? out.unsqueeze(0) : out;
+    const at::Tensor i = scalar ? index.reshape({1}) : index;
+    const at::Tensor r = raw_real_view(o);
+    if (!src.defined()) {
+      c10::complex<double> v = value.toComplexDouble();
+      if (out.is_conj()) v = std::conj(v);
+      if (out.is_neg()) v = -v;
+      launch_scatter(r.select(-1, 0), dim, i, src, v.real(), op, name);
+      launch_scatter(r.select(-1, 1), dim, i, src, v.imag(), op, name);
+      return;
+    }
+    TORCH_CHECK(!out.is_conj() && !out.is_neg(), "torch-vk: ", name, " into a conjugate view");
+    std::vector<int64_t> shape = i.sizes().vec();
+    shape.push_back(2);
+    const at::Tensor s = scalar ? src.reshape({1}) : src;
+    return launch_scatter(r, dim, i.unsqueeze(-1).expand(shape),
+                          at::view_as_real(s.to(out.scalar_type()).resolve_conj().resolve_neg()), value,
+                          op, name);
+  }
   dim = at::maybe_wrap_dim(dim, out.dim());
   IndexProblem p;
   p.mode = op ? IndexMode::Accumulate : IndexMode::Scatter;
@@ -729,6 +764,7 @@ at::Tensor& masked_fill_impl(at::Tensor& self, const at::Tensor& mask, const at:
 }
 
 at::Tensor& masked_fill_scalar_(at::Tensor& self, const at::Tensor& mask, const c10::Scalar& value) {
+  if (self.is_complex()) return complex_masked_fill_(self, mask, at::scalar_tensor(value, at::kComplexDouble));
   vk_dtype(self.scalar_type(), "masked_fill_");
   return masked_fill_impl(self, mask, scalar_operand(scalar_to_dtype(value, self.scalar_type())));
 }
@@ -736,6 +772,7 @@ at::Tensor& masked_fill_scalar_(at::Tensor& self, const at::Tensor& mask, const 
 at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
   TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
+  if (self.is_complex()) return complex_masked_fill_(self, mask, value);
   vk_dtype(self.scalar_type(), "masked_fill_");
   if (value.device().is_cpu()) return masked_fill_scalar_(self, mask, value.item());
   // A device value stays on the device (no sync): broadcast it as a tensor of self's dtype.

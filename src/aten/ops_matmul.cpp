@@ -484,14 +484,19 @@ void dot_impl(const at::Tensor& self, const at::Tensor& other, const at::Tensor&
 at::Tensor vk_dot(const at::Tensor& self, const at::Tensor& other) {
   check_same_device("wrapper_PrivateUse1_dot", {{&self, "self"}, {&other, "tensor"}});
   dot_check(self, other);
+  if (self.is_complex()) return complex_dot(self, other);
   at::Tensor result = at::empty({}, self.options());
   dot_impl(self, other, result);
   return result;
 }
 
-// at::native::vdot: dot for real dtypes (complex tensors cannot live on vk).
+// at::native::vdot: dot for real dtypes, dot(conj(self), other) for complex ones.
 at::Tensor vk_vdot(const at::Tensor& self, const at::Tensor& other) {
   check_same_device("wrapper_PrivateUse1_vdot", {{&self, "self"}, {&other, "other"}});
+  if (self.is_complex()) {
+    dot_check(self, other);
+    return complex_dot(self.conj(), other);
+  }
   return vk_dot(self, other);
 }
 
@@ -509,6 +514,7 @@ at::Tensor& vk_dot_out(const at::Tensor& self, const at::Tensor& other, at::Tens
   at::native::resize_output(out, {});
   TORCH_CHECK(out.scalar_type() == self.scalar_type(), "result dtype ", out.scalar_type(),
               " does not match input dtype ", self.scalar_type());
+  if (self.is_complex()) return out.copy_(complex_dot(self, other));
   dot_impl(self, other, out);
   return out;
 }

@@ -135,6 +135,7 @@ void launch_arg_reduce(const at::Tensor& self, const DimMask& mask, bool keepdim
 void launch_plain(const at::Tensor& self, const DimMask& mask, bool keepdim, const at::Tensor& out,
                   ReduceOp op, const char* name, double scale = 1.0,
                   const kernels::ReduceExtra& extra = {}) {
+  if (op == ReduceOp::Prod && out.is_complex()) return complex_prod(self, mask, keepdim, out);
   launch_reduce(self, mask, keepdim, out, op, reduce_acc_kind(self.scalar_type(), out.scalar_type()),
                 scale, extra, name);
 }
@@ -192,7 +193,7 @@ at::Tensor& reduce_into(const at::Tensor& self, const DimMask& mask, bool keepdi
     reduce_into(src, real_mask, keepdim, c10::toRealValueType(out_dtype), out_real, op, mean, name);
     return out;
   }
-  vk_dtype(self.scalar_type(), name);
+  if (!(op == ReduceOp::Prod && c10::isComplexType(out_dtype))) vk_dtype(self.scalar_type(), name);
   const auto shape = reduced_shape(self, mask, keepdim);
   if (out.defined()) {
     TORCH_CHECK(out.device() == self.device(), "Expected out tensor to be on device ", self.device(),

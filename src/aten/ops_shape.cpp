@@ -87,6 +87,13 @@ at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& 
 at::Tensor flip(const at::Tensor& self, at::IntArrayRef dims) {
   const int64_t ndim = self.dim();
   const auto flipped = at::dim_list_to_bitset(dims, ndim);
+  if (self.is_complex()) {  // the same flip of the real view (its trailing (re, im) dim kept)
+    std::vector<int64_t> real_dims;
+    for (int64_t d = 0; d < ndim; ++d)
+      if (flipped[d]) real_dims.push_back(d);
+    return at::view_as_complex(
+        tvk::aten::flip(at::view_as_real(self.resolve_conj().resolve_neg()), real_dims));
+  }
   at::Tensor out = at::empty_like(self, at::MemoryFormat::Preserve);
   if (self.numel() == 0) return out;
   const auto type = vk_dtype(self.scalar_type(), "flip");

@@ -14,6 +14,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "aten/complex_storage.h"
 #include "aten/launch.h"
 #include "aten/ops_reduce.h"
 #include "aten/vk_common.h"
@@ -183,6 +184,7 @@ at::Tensor logsumexp(const at::Tensor& self, at::IntArrayRef dims, bool keepdim)
 void launch_scan(kernels::ScanOp op, const at::Tensor& self, int64_t dim, const at::Tensor& out,
                  const char* name) {
   if (out.numel() == 0) return;
+  if (out.is_complex()) return complex_scan(op == kernels::ScanOp::Prod, self, dim, out);
   vk_dtype(self.scalar_type(), name);
   const at::Tensor a = (self.scalar_type() == out.scalar_type() ? self : self.to(out.scalar_type())).contiguous();
   const bool direct = out.is_contiguous();
