@@ -75,6 +75,8 @@ def cmd_info(args: argparse.Namespace) -> int:
         print(f"    maxComputeWorkGroupInvocations {p['max_workgroup_invocations']}")
         print(f"    maxComputeSharedMemorySize   {p['max_shared_memory_size']} bytes")
         print(f"    maxPushConstantsSize         {p['max_push_constants_size']} bytes")
+        loops = p.get('max_loop_iterations', 0)
+        print(f"    loop iterations/invocation   {loops if loops else 'no limit'}")
         ts = p["timestamp_period_ns"]
         print(f"    timestampPeriod              {f'{ts} ns' if ts else 'no timestamps'}")
     return 0

@@ -107,4 +107,19 @@ uint32_t group_count(Stream& stream, int64_t items, uint32_t per_group) {
   return static_cast<uint32_t>(std::clamp<int64_t>(groups, 1, cap));
 }
 
+int64_t loop_budget(Stream& stream) {
+  const uint32_t limit = stream.device().caps().max_loop_iterations;
+  if (limit == 0) return INT64_MAX;
+  // 1/8 of the limit stays free for fixed overhead the callers do not count (index decoding
+  // loops over dims, loop exit tests).
+  return std::max<int64_t>(int64_t{limit} - int64_t{limit} / 8, 1);
+}
+
+int64_t loop_chunk(Stream& stream, int64_t total, int64_t per_item, int64_t fixed) {
+  const int64_t budget = loop_budget(stream);
+  if (budget == INT64_MAX) return total;
+  const int64_t chunk = (budget - fixed) / std::max<int64_t>(per_item, 1);
+  return std::clamp<int64_t>(chunk, 1, std::max<int64_t>(total, 1));
+}
+
 }  // namespace tvk::kernels

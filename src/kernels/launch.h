@@ -65,4 +65,15 @@ void check_operand(const char* where, const Operand& op, const std::string& what
 // Workgroup count for `items` work items of `per_group` each, capped by the device and Tuning.
 uint32_t group_count(Stream& stream, int64_t items, uint32_t per_group);
 
+// Loop iterations a launcher may plan for one invocation (DeviceCapabilities::
+// max_loop_iterations less a margin for the loops of helpers it does not count exactly), or
+// INT64_MAX where the device has no limit. Launchers whose per-invocation loop count grows
+// with the problem size split the work (successive dispatches carrying state through memory,
+// or more invocations) so that their count stays below this.
+int64_t loop_budget(Stream& stream);
+
+// Items per chunk when `per_item` loop iterations of every item and `fixed` iterations per
+// invocation must fit loop_budget(); at least 1. `total` when the budget allows all of it.
+int64_t loop_chunk(Stream& stream, int64_t total, int64_t per_item, int64_t fixed = 0);
+
 }  // namespace tvk::kernels

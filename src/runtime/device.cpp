@@ -281,6 +281,14 @@ void probe_device(VkPhysicalDevice pd, uint32_t instance_api, Probe* p) {
     c.denorm_preserve = {};
   }
   c.driver_name = driver.driverName;
+  // gallivm's loop limiter (LP_MAX_TGSI_LOOP_ITERATIONS), one counter per invocation shared by
+  // every loop of the shader.
+  if (driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) c.max_loop_iterations = 65535;
+  if (const char* v = std::getenv("TORCH_VK_MAX_LOOP_ITERATIONS")) {
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v, &end, 10);
+    if (end != v && *end == '\0') c.max_loop_iterations = static_cast<uint32_t>(std::min<unsigned long long>(n, UINT32_MAX));
+  }
   c.driver_info = driver.driverInfo;
   c.max_memory_allocation_size = m3.maxMemoryAllocationSize;
   // Without maintenance4 there is no separate buffer limit; a buffer cannot outgrow the one

@@ -83,6 +83,13 @@ struct DeviceCapabilities {
   uint32_t max_workgroup_invocations = 0;
   uint32_t max_shared_memory_size = 0;
   uint32_t max_push_constants_size = 0;
+  // Loop iterations one shader invocation may run, summed over all of its loops (0: no
+  // limit). llvmpipe / lavapipe (gallivm) ends every loop silently once an invocation has run
+  // 65535 iterations in total; launchers whose per-invocation loops grow with the problem
+  // split the work across dispatches or invocations to stay below this (loop_budget() in
+  // kernels/launch.h). TORCH_VK_MAX_LOOP_ITERATIONS=N overrides the detected value (tests use
+  // small values to reach the split paths with small tensors).
+  uint32_t max_loop_iterations = 0;
   double timestamp_period_ns = 0;  // 0 when the compute queue has no timestamps
 
   // Memory.

@@ -102,6 +102,7 @@ py::dict device_properties(c10::DeviceIndex index) {
   d["max_workgroup_invocations"] = c.max_workgroup_invocations;
   d["max_shared_memory_size"] = c.max_shared_memory_size;
   d["max_push_constants_size"] = c.max_push_constants_size;
+  d["max_loop_iterations"] = c.max_loop_iterations;
   d["timestamp_period_ns"] = c.timestamp_period_ns;
   d["missing_requirements"] = c.missing_requirements();
   return d;
