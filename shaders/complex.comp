@@ -36,7 +36,10 @@
 //   empty rows). Specialization constant 2 = mode: 0 one invocation per row (serial, in
 //   order); 1 one workgroup per row (prod only: strided partial products, then a
 //   shared-memory tree; local_size_x a power of two <= 128). flags bit 0: in carries the
-//   conjugate bit; bit 2: in is real-valued.
+//   conjugate bit; bit 2: in is real-valued. One dispatch covers elements [start, min(start +
+//   count, n)) of every row; rows longer than the device's loop budget take several, the
+//   running product crossing them through carry_addr (one (re, im) pair of the math type per
+//   row; read when start > 0, written when the range ends before the row).
 //
 // Specialization constant 0 = local_size_x. Grid: 1-D, any number of workgroups.
 #extension GL_GOOGLE_include_directive : require
@@ -277,8 +280,11 @@ layout(push_constant) uniform Push {
   int in_dtype;       // 32
   int out_dtype;      // 36
   int flags;          // 40
-  int pad;            // 44
-} pc;                 // 48 bytes
+  int start;          // 44
+  uint64_t carry_addr;  // 48
+  int count;          // 56
+  int pad;            // 60
+} pc;                 // 64 bytes
 
 shared CT partial[128];
 
@@ -312,33 +318,53 @@ void store_out(int off, CT v) {
   STORE_T(pc.out_addr, pc.out_dtype, off + 1, v.y);
 }
 
+#if KIND == KIND_FLOAT64
+#define CARRY_DT DT_FLOAT64
+#else
+#define CARRY_DT DT_FLOAT32
+#endif
+CT load_carry(int q) {
+  return CT(LOAD_T(pc.carry_addr, CARRY_DT, 2 * q), LOAD_T(pc.carry_addr, CARRY_DT, 2 * q + 1));
+}
+void store_carry(int q, CT v) {
+  STORE_T(pc.carry_addr, CARRY_DT, 2 * q, v.x);
+  STORE_T(pc.carry_addr, CARRY_DT, 2 * q + 1, v.y);
+}
+
 void main() {
   CxRowsGeometry geo = CxRowsGeometry(pc.geo_addr);
+  const int start = pc.start, end = min(pc.start + pc.count, pc.n);
+  const bool carry_in = start > 0, carry_out = end < pc.n;
   if (CX_MODE == 0) {
     const int step = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);
     for (int q = int(gl_GlobalInvocationID.x); q < pc.rows; q += step) {
       ivec2 base = row_offsets(geo, q);
-      CT acc = CT(1, 0);
-      for (int r = 0; r < pc.n; ++r) {
+      CT acc = carry_in ? load_carry(q) : CT(1, 0);
+      for (int r = start; r < end; ++r) {
         ivec2 off = base + along_offsets(geo, r);
         acc = cx_mul(acc, load_in(off.y));
         if (CX_OP == 0) store_out(off.x, acc);
       }
-      if (CX_OP == 1) store_out(base.x, acc);
+      if (carry_out) store_carry(q, acc);
+      else if (CX_OP == 1) store_out(base.x, acc);
     }
   } else {
     const int lid = int(gl_LocalInvocationID.x), wg = int(gl_WorkGroupSize.x);
     for (int q = int(gl_WorkGroupID.x); q < pc.rows; q += int(gl_NumWorkGroups.x)) {
       ivec2 base = row_offsets(geo, q);
       CT acc = CT(1, 0);
-      for (int r = lid; r < pc.n; r += wg) acc = cx_mul(acc, load_in(base.y + along_offsets(geo, r).y));
+      for (int r = start + lid; r < end; r += wg) acc = cx_mul(acc, load_in(base.y + along_offsets(geo, r).y));
       partial[lid] = acc;
       barrier();
       for (int s = wg / 2; s > 0; s /= 2) {
         if (lid < s) partial[lid] = cx_mul(partial[lid], partial[lid + s]);
         barrier();
       }
-      if (lid == 0) store_out(base.x, partial[0]);
+      if (lid == 0) {
+        CT total = carry_in ? cx_mul(load_carry(q), partial[0]) : partial[0];
+        if (carry_out) store_carry(q, total);
+        else store_out(base.x, total);
+      }
       barrier();
     }
   }

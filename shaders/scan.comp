@@ -24,6 +24,11 @@
 //   coalesced when inner == 1; 1: one thread per row with a serial scan: coalesced across
 //   threads when inner > 1).
 //   Grid: 1-D, any number of workgroups (loops cover the rest).
+//   One dispatch scans elements [start, min(start + count, dim)) of every row. A row longer
+//   than the device's loop budget takes several dispatches: the running value (and index)
+//   crosses them through carry_addr (accumulator type, one per row) / carry_idx_addr (int32),
+//   read when start > 0 and written when the range ends before the row does; in workgroup
+//   mode count is a multiple of local_size_x except in the last dispatch.
 #extension GL_GOOGLE_include_directive : require
 
 #ifndef KIND
@@ -47,6 +52,13 @@
 
 #if SCAN_OP >= 2
 #include "math.glsl"
+#endif
+#if KIND == KIND_FLOAT64
+#define ACC_DT DT_FLOAT64
+#elif T_IS_FLOAT
+#define ACC_DT DT_FLOAT32
+#else
+#define ACC_DT DT_INT64
 #endif
 #define SCAN_PAIR (SCAN_OP >= 3)
 #if KIND == KIND_FLOAT64
@@ -114,9 +126,13 @@ layout(push_constant) uniform Push {
   int inner;          // 24
   int in_dtype;       // 28
   int out_dtype;      // 32
-  int pad;            // 36
+  int start;          // 36: first element of the rows this dispatch scans
   uint64_t idx_addr;  // 40: int64 indices (max / min only)
-} pc;                 // 48 bytes
+  uint64_t carry_addr;      // 48: running values between dispatches (0: single dispatch)
+  uint64_t carry_idx_addr;  // 56: running indices (max / min)
+  int count;          // 64: elements per row in this dispatch
+  int pad;            // 68
+} pc;                 // 72 bytes
 
 shared T sdata[gl_WorkGroupSize.x];
 #if SCAN_PAIR
@@ -203,15 +219,19 @@ void main() {
   uint rows = uint(pc.rows);
   uint n = uint(pc.dim);
   uint inner = uint(pc.inner);
+  uint start = uint(pc.start);
+  uint end = min(start + uint(pc.count), n);
+  bool carry_in = start > 0u;
+  bool carry_out = end < n;
   if (SPEC_MODE == 1) {
     uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     for (uint q = gl_GlobalInvocationID.x; q < rows; q += step) {
       uint o = q / inner;
       int base = int(o * n * inner + (q - o * inner));
-      T acc = IDENTITY;
+      T acc = carry_in ? LOAD_T(pc.carry_addr, ACC_DT, int(q)) : IDENTITY;
 #if SCAN_PAIR
-      int acc_i = 0;
-      for (uint r = 0u; r < n; ++r) {
+      int acc_i = carry_in ? load_i32(pc.carry_idx_addr, DT_INT32, int(q)) : 0;
+      for (uint r = start; r < end; ++r) {
         int i = base + int(r * inner);
         T x = LOAD_T(pc.in_addr, g_in_dt, i);
         if (r == 0u || takes_over(acc, x)) {
@@ -221,13 +241,15 @@ void main() {
         STORE_T(pc.out_addr, g_out_dt, i, acc);
         store_i64(pc.idx_addr, DT_INT64, i, int64_t(acc_i));
       }
+      if (carry_out) store_i32(pc.carry_idx_addr, DT_INT32, int(q), acc_i);
 #else
-      for (uint r = 0u; r < n; ++r) {
+      for (uint r = start; r < end; ++r) {
         int i = base + int(r * inner);
         acc = COMBINE(acc, LOAD_T(pc.in_addr, g_in_dt, i));
         STORE_T(pc.out_addr, g_out_dt, i, acc);
       }
 #endif
+      if (carry_out) STORE_T(pc.carry_addr, ACC_DT, int(q), acc);
     }
     return;
   }
@@ -235,20 +257,20 @@ void main() {
   for (uint q = gl_WorkGroupID.x; q < rows; q += gl_NumWorkGroups.x) {
     uint o = q / inner;
     int base = int(o * n * inner + (q - o * inner));
-    T carry = IDENTITY;
+    T carry = carry_in ? LOAD_T(pc.carry_addr, ACC_DT, int(q)) : IDENTITY;
 #if SCAN_PAIR
-    int carry_i = 0;
-    for (uint tile = 0u; tile < n; tile += gl_WorkGroupSize.x) {
+    int carry_i = carry_in ? load_i32(pc.carry_idx_addr, DT_INT32, int(q)) : 0;
+    for (uint tile = start; tile < end; tile += gl_WorkGroupSize.x) {
       uint r = tile + lid;
       int i = base + int(r * inner);
-      // Padding past the row's end comes last in invocation order, so it never reaches a
-      // valid element; the last tile's total is not used.
-      T v = r < n ? LOAD_T(pc.in_addr, g_in_dt, i) : IDENTITY;
+      // Padding past the range's end comes last in invocation order, so it never reaches a
+      // valid element; only the last tile of a row has padding, and its total is not used.
+      T v = r < end ? LOAD_T(pc.in_addr, g_in_dt, i) : IDENTITY;
       int ix = int(r);
       T total_v;
       int total_i;
       workgroup_scan_pair(v, ix, total_v, total_i);
-      if (r < n) {
+      if (r < end) {
         // The carry is the earlier pair; element 0 of the row always takes over.
         if (tile > 0u && !takes_over(carry, v)) {
           v = carry;
@@ -262,16 +284,18 @@ void main() {
         carry_i = total_i;
       }
     }
+    if (carry_out && lid == 0u) store_i32(pc.carry_idx_addr, DT_INT32, int(q), carry_i);
 #else
-    for (uint tile = 0u; tile < n; tile += gl_WorkGroupSize.x) {
+    for (uint tile = start; tile < end; tile += gl_WorkGroupSize.x) {
       uint r = tile + lid;
       int i = base + int(r * inner);
-      T v = r < n ? LOAD_T(pc.in_addr, g_in_dt, i) : IDENTITY;
+      T v = r < end ? LOAD_T(pc.in_addr, g_in_dt, i) : IDENTITY;
       T total;
       T x = workgroup_scan(v, total);
-      if (r < n) STORE_T(pc.out_addr, g_out_dt, i, COMBINE(carry, x));
+      if (r < end) STORE_T(pc.out_addr, g_out_dt, i, COMBINE(carry, x));
       carry = COMBINE(carry, total);
     }
 #endif
+    if (carry_out && lid == 0u) STORE_T(pc.carry_addr, ACC_DT, int(q), carry);
   }
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/launch.h"
+#include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/pipeline.h"
 #include "runtime/stream.h"
@@ -28,10 +29,14 @@ struct ScanPush {
   int32_t inner;
   int32_t in_dtype;
   int32_t out_dtype;
-  int32_t pad;
+  int32_t start;
   uint64_t idx_addr;
+  uint64_t carry_addr;
+  uint64_t carry_idx_addr;
+  int32_t count;
+  int32_t pad;
 };
-static_assert(sizeof(ScanPush) == 48);
+static_assert(sizeof(ScanPush) == 72);
 
 const char* op_name(ScanOp op) {
   switch (op) {
@@ -123,7 +128,52 @@ void scan(Stream& stream, const Scan& p) {
   spec.push_back(static_cast<uint32_t>(mode));
   VkPipeline pipeline = stream.device().pipelines().get(*shader, wg, spec);
   const uint32_t groups = group_count(stream, rows, mode == kModeThread ? wg : 1);
-  stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+
+  // Loop iterations per invocation: each invocation (thread mode) / workgroup (workgroup
+  // mode) walks `per_invocation` rows; a row costs one iteration per element (thread) or per
+  // tile plus the tile's workgroup scan (log2(wg) steps, or one per subgroup).
+  const int64_t lanes = mode == kModeThread ? int64_t{groups} * wg : int64_t{groups};
+  const int64_t per_invocation = (rows + lanes - 1) / lanes;
+  int64_t count = p.dim;
+  if (mode == kModeThread) {
+    count = loop_chunk(stream, p.dim, per_invocation, 2 * per_invocation);
+  } else {
+    const bool subgroup_variant = name.size() > 9 && name.compare(name.size() - 9, 9, ".subgroup") == 0;
+    const int64_t steps = subgroup_variant ? wg / std::max<uint32_t>(caps.subgroup_size, 1)
+                                           : 32 - __builtin_clz(wg);
+    const int64_t tiles_total = (p.dim + wg - 1) / wg;
+    const int64_t tiles = loop_chunk(stream, tiles_total, per_invocation * (steps + 2), per_invocation);
+    count = tiles >= tiles_total ? p.dim : tiles * wg;
+  }
+  uint64_t carries = 0, carry_indices = 0;
+  Allocator& allocator = stream.device().allocator();
+  if (count < p.dim) {
+    carries = allocator.allocate(static_cast<uint64_t>(rows) * 8, stream.id());
+    if (pair) {
+      try {
+        carry_indices = allocator.allocate(static_cast<uint64_t>(rows) * 4, stream.id());
+      } catch (...) {
+        allocator.free(carries);
+        throw;
+      }
+    }
+  }
+  push.carry_addr = carries;
+  push.carry_idx_addr = carry_indices;
+  push.count = static_cast<int32_t>(count);
+  try {
+    for (int64_t start = 0; start < p.dim; start += count) {
+      push.start = static_cast<int32_t>(start);
+      stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+    }
+  } catch (...) {
+    if (carries) allocator.free(carries);
+    if (carry_indices) allocator.free(carry_indices);
+    throw;
+  }
+  // Stream order makes the immediate free safe: later reuse is ordered after the dispatches.
+  if (carries) allocator.free(carries);
+  if (carry_indices) allocator.free(carry_indices);
 }
 
 }  // namespace tvk::kernels
