@@ -22,7 +22,10 @@
 // ABI (mirrored by RandomPush in src/kernels/random.cpp): see `Push`. Element-wise ops walk
 // `numel` elements with a grid-stride loop; with ndim >= 2, `geometry` points to a block of
 // int32 sizes[8] and strides[3][8] (dim 0 fastest, operand 0 = out, 1 = in0, 2 = in1).
-// Specialization constants: 0 = local_size_x, 1..3 = dtype of out, in0, in1 (-1: push).
+// Specialization constants: 0 = local_size_x, 1..3 = dtype of out, in0, in1 (-1: push),
+// 4 = Philox source: 0 key = seed and counter = offset / 4 in the push constants; 1 (kernels
+// captured in a graph) key = the address of a 16-byte block {seed, counter base} that each
+// replay rewrites, counter = the kernel's delta to that base.
 #extension GL_GOOGLE_include_directive : require
 
 #ifndef KIND
@@ -42,6 +45,7 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const int SPEC_DT0 = -1;
 layout(constant_id = 2) const int SPEC_DT1 = -1;
 layout(constant_id = 3) const int SPEC_DT2 = -1;
+layout(constant_id = 4) const int SPEC_PHILOX_BLOCK = 0;
 
 layout(push_constant) uniform Push {
   uint64_t addr[3];    //   0: out, in0, in1
@@ -95,11 +99,23 @@ uvec4 philox(uvec4 ctr, uvec2 key) {
   return ctr;
 }
 
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer PhiloxBlock {
+  uvec2 seed;
+  uvec2 counter;
+};
+
 // Block `b` of the numbers of element `e` (see the contract at the top).
 uvec4 draw(uint e, uint b) {
-  uint c2 = pc.counter.x + b;
-  uint c3 = pc.counter.y + (c2 < b ? 1u : 0u);
-  return philox(uvec4(e, 0u, c2, c3), pc.key);
+  uvec2 key = pc.key, counter = pc.counter;
+  if (SPEC_PHILOX_BLOCK != 0) {
+    PhiloxBlock block = PhiloxBlock(packUint2x32(pc.key));
+    key = block.seed;
+    uint lo = block.counter.x + pc.counter.x;
+    counter = uvec2(lo, block.counter.y + pc.counter.y + (lo < pc.counter.x ? 1u : 0u));
+  }
+  uint c2 = counter.x + b;
+  uint c3 = counter.y + (c2 < b ? 1u : 0u);
+  return philox(uvec4(e, 0u, c2, c3), key);
 }
 
 // Uniform in [0, 1) (24 bits) and in (0, 1) (24 bits, centred).

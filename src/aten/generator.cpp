@@ -5,12 +5,15 @@
 #include <c10/util/Exception.h>
 
 #include <cstring>
+#include <tuple>
 #include <deque>
 #include <memory>
 #include <mutex>
 
 #include "aten/vk_backend.h"
 #include "aten/vk_common.h"
+#include "runtime/graph.h"
+#include "runtime/stream.h"
 
 namespace tvk::aten {
 
@@ -108,6 +111,41 @@ const at::Generator& default_generator(c10::DeviceIndex device_index) {
 at::Generator new_generator(c10::DeviceIndex device_index) {
   c10::DeviceIndex index = checked_device_index(device_index);
   return at::make_generator<VkGeneratorImpl>(index, c10::default_rng_seed_val);
+}
+
+// ---------------------------------------------------------------- captured graphs
+
+GraphPhilox graph_philox(tvk::CapturedGraph& graph, VkGeneratorImpl& gen,
+                         c10::DeviceIndex device_index, uint64_t seed, uint64_t offset) {
+  const at::Generator& def = default_generator(device_index);
+  if (def.unsafeGetGeneratorImpl() != &gen) {
+    graph.invalidate("a random op draws from a generator other than the device's default one");
+    return {};
+  }
+  const bool first = !graph.draws_random();
+  const uint64_t address = graph.philox_address(seed, offset);
+  tvk::CapturedGraph::PhiloxCapture& p = graph.philox();
+  if (!first && (p.seed != seed || offset < p.base)) {
+    graph.invalidate("the generator was reseeded or rewound during the capture");
+    return {};
+  }
+  p.consumed = gen.get_offset() - p.base;
+  return {address, offset - p.base};
+}
+
+void replay_graph(tvk::CapturedGraph& graph, tvk::Stream& stream) {
+  if (!graph.draws_random() || !graph.valid() || !graph.captured() || graph.stream() != &stream) {
+    graph.replay(stream);  // reports what is wrong, if anything
+    return;
+  }
+  const auto index = static_cast<c10::DeviceIndex>(stream.device().index());
+  auto* gen = at::check_generator<VkGeneratorImpl>(default_generator(index));
+  uint64_t seed = 0, offset = 0;
+  {
+    std::lock_guard<std::mutex> lock(gen->mutex_);
+    std::tie(seed, offset) = gen->philox_engine_inputs(graph.philox().consumed);
+  }
+  graph.replay(stream, seed, offset);
 }
 
 }  // namespace tvk::aten

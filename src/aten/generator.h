@@ -19,6 +19,11 @@
 #include <cstdint>
 #include <utility>
 
+namespace tvk {
+class CapturedGraph;
+class Stream;
+}  // namespace tvk
+
 namespace tvk::aten {
 
 class VkGeneratorImpl : public c10::GeneratorImpl {
@@ -47,6 +52,25 @@ class VkGeneratorImpl : public c10::GeneratorImpl {
   uint64_t seed_;
   uint64_t offset_ = 0;
 };
+
+// ---------------------------------------------------------------- captured graphs
+// Random ops captured in a graph (CapturedGraph, src/runtime/graph.h) draw through the graph's
+// Philox block, so that replays draw new numbers, the ones an eager run would draw at the
+// generator state of the replay. Only the device's default generator takes part: a capture
+// that draws from another generator, or whose generator is reseeded mid-capture, is marked
+// invalid (it then runs op by op).
+
+struct GraphPhilox {
+  uint64_t address = 0;          // the Philox block, or 0 (the graph was marked invalid)
+  uint64_t relative_offset = 0;  // the launch's offset from the capture's first draw
+};
+// For a launch that `gen` (whose mutex the caller holds) just reserved (seed, offset) for while
+// the stream of `device_index` captures `graph`.
+GraphPhilox graph_philox(tvk::CapturedGraph& graph, VkGeneratorImpl& gen,
+                         c10::DeviceIndex device_index, uint64_t seed, uint64_t offset);
+// Replays `graph` on `stream` (CapturedGraph::replay); a graph that draws random numbers first
+// takes the counters its capture drew from the default generator of the stream's device.
+void replay_graph(tvk::CapturedGraph& graph, tvk::Stream& stream);
 
 // Default generator of a device (-1: current device), created and seeded with
 // c10::default_rng_seed_val on first use.

@@ -22,6 +22,7 @@
 #include "aten/launch.h"
 #include "aten/vk_common.h"
 #include "kernels/random.h"
+#include "runtime/graph.h"
 
 namespace tvk::aten {
 namespace {
@@ -30,12 +31,17 @@ using kernels::ComputeKind;
 using kernels::RandomOp;
 
 // Reserves `counters` counter values per element of one launch from `gen` (or the device's
-// default generator).
+// default generator). While the current stream captures a graph, the launch reads the seed
+// and counter base from the graph's Philox block (graph_philox).
 kernels::PhiloxState reserve(const std::optional<at::Generator>& gen, c10::DeviceIndex index,
                              uint64_t counters = kernels::kRandomCountersPerElement) {
   auto* impl = at::get_generator_or_default<VkGeneratorImpl>(gen, default_generator(index));
   std::lock_guard<std::mutex> lock(impl->mutex_);
   auto [seed, offset] = impl->philox_engine_inputs(counters);
+  if (CapturedGraph* graph = current_stream(index).capture_graph()) {
+    const GraphPhilox p = graph_philox(*graph, *impl, index, seed, offset);
+    return {seed, p.relative_offset, p.address};
+  }
   return {seed, offset};
 }
 

@@ -88,13 +88,27 @@ const ShaderBinary* shader(const std::string& name) {
   return s;
 }
 
+// The key words carry the seed, or the address of the Philox block (state_address; the
+// pipeline then has specialization constant 4 set, see with_philox).
 void set_philox(RandomPush& push, const PhiloxState& philox) {
   if (philox.offset % 4 != 0) invalid(kWhere, "the Philox offset must be a multiple of 4");
+  if (philox.state_address != 0 && philox.state_address % 16 != 0)
+    invalid(kWhere, "the Philox block must be 16-byte aligned");
   const uint64_t block = philox.offset / 4;
-  push.key[0] = static_cast<uint32_t>(philox.seed);
-  push.key[1] = static_cast<uint32_t>(philox.seed >> 32);
+  const uint64_t key = philox.state_address != 0 ? philox.state_address : philox.seed;
+  push.key[0] = static_cast<uint32_t>(key);
+  push.key[1] = static_cast<uint32_t>(key >> 32);
   push.counter[0] = static_cast<uint32_t>(block);
   push.counter[1] = static_cast<uint32_t>(block >> 32);
+}
+
+// Specialization constants of a kernel that draws from `philox`: constant 4 = 1 when the seed
+// and counter base come from the Philox block.
+std::vector<uint32_t> with_philox(std::vector<uint32_t> spec, const PhiloxState& philox) {
+  if (philox.state_address == 0) return spec;
+  spec.resize(3, UINT32_MAX);
+  spec.push_back(1);
+  return spec;
 }
 
 void set_params(RandomPush& push, const double p[2]) {
@@ -215,7 +229,7 @@ void random_elementwise(Stream& stream, const RandomElementwise& p) {
   }
   const std::string name = std::string("random.") + op_name(p.op) + "." +
                            (f64 ? "float64" : integer ? "int64" : "float32");
-  dispatch(stream, name, kWorkgroup, p.numel, push, dtype_spec(push));
+  dispatch(stream, name, kWorkgroup, p.numel, push, with_philox(dtype_spec(push), p.philox));
 }
 
 int64_t sort_scratch_elements(int64_t rows, int64_t len) {
@@ -242,7 +256,7 @@ void randperm(Stream& stream, int64_t n, Operand out, int64_t out_stride, Operan
   push.numel = static_cast<int32_t>(P);
   push.aux0 = log2p;
   push.aux1 = static_cast<int32_t>(n);
-  dispatch(stream, "random.randperm_keys", kWorkgroup, P, push, {});
+  dispatch(stream, "random.randperm_keys", kWorkgroup, P, push, with_philox({}, philox));
   bitonic_sort(stream, 1, log2p, keys.address, values.address);
 
   RandomPush gather{};
@@ -284,7 +298,7 @@ void multinomial_without_replacement(Stream& stream, int64_t rows, int64_t categ
   push.aux0 = log2p;
   push.aux1 = static_cast<int32_t>(categories);
   dispatch(stream, std::string("random.multinomial_keys.") + (f64 ? "float64" : "float32"),
-           kWorkgroup, total, push, dtype_spec(push));
+           kWorkgroup, total, push, with_philox(dtype_spec(push), philox));
   bitonic_sort(stream, rows, log2p, keys.address, values.address);
 
   RandomPush gather{};
@@ -324,7 +338,7 @@ void multinomial_with_replacement(Stream& stream, int64_t rows, int64_t categori
   push.aux0 = static_cast<int32_t>(categories);
   push.aux1 = static_cast<int32_t>(samples);
   dispatch(stream, std::string("random.multinomial_cdf.") + (f64 ? "float64" : "float32"),
-           kWorkgroup, rows * samples, push, dtype_spec(push));
+           kWorkgroup, rows * samples, push, with_philox(dtype_spec(push), philox));
 }
 
 void check_probabilities(Stream& stream, int64_t rows, int64_t categories, Operand probs,

@@ -23,6 +23,10 @@ constexpr uint64_t kRandomCountersPerElement = 4;
 struct PhiloxState {
   uint64_t seed = 0;
   uint64_t offset = 0;  // a multiple of 4 (the generator's offset for this launch)
+  // Non-zero (in a captured graph, CapturedGraph::philox_address): the device address of a
+  // 16-byte block {seed lo, seed hi, counter block lo, hi} that the kernel reads the seed and
+  // the counter base from; `offset` is then relative to that base and `seed` is unused.
+  uint64_t state_address = 0;
 };
 
 enum class RandomOp : int32_t {

@@ -100,6 +100,37 @@ void CapturedGraph::replay(Stream& stream) {
   last_point_ = stream.record_graph(*this);
 }
 
+void CapturedGraph::replay(Stream& stream, uint64_t seed, uint64_t offset) {
+  if (philox_block_ != 0 && valid_ && state_ == State::Captured && &stream == stream_ &&
+      !stream.capturing()) {
+    const uint64_t block = offset / 4;
+    const uint32_t words[4] = {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
+                               static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32)};
+    for (int i = 0; i < 4; ++i) stream.fill(philox_block_ + 4 * i, 4, words[i]);
+  }
+  replay(stream);  // checks the state and reports what is wrong
+}
+
+uint64_t CapturedGraph::philox_address(uint64_t seed, uint64_t base) {
+  if (state_ != State::Capturing)
+    throw std::logic_error("torch-vk: philox_address outside a graph capture");
+  if (philox_block_ != 0) return philox_block_;
+  Stream& stream = *stream_;
+  philox_block_ = stream.device().allocator().allocate(16, stream.id());  // a pool block
+  philox_.seed = seed;
+  philox_.base = base;
+  philox_.consumed = 0;
+  const uint64_t block = base / 4;
+  const uint32_t words[4] = {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
+                             static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32)};
+  for (int i = 0; i < 4; ++i) {
+    const size_t before = commands_.size();
+    stream.fill(philox_block_ + 4 * i, 4, words[i]);
+    for (size_t c = before; c < commands_.size(); ++c) commands_[c].replayed = false;
+  }
+  return philox_block_;
+}
+
 uint64_t CapturedGraph::pool_bytes() const {
   if (!stream_) return 0;
   return stream_->device().allocator().graph_pool_bytes(pool_id_);

@@ -69,6 +69,9 @@ struct GraphCommand {
   uint64_t dst_offset = 0;
   uint64_t bytes = 0;
   uint32_t pattern = 0;
+  // False for commands that only the capture run executes (the initial write of the Philox
+  // block, see CapturedGraph::philox_address); replays skip them.
+  bool replayed = true;
   alignas(16) uint8_t push[kMaxPushConstantBytes];
 };
 
@@ -87,6 +90,32 @@ class CapturedGraph {
   // graph was never captured or its capture has not ended, std::runtime_error when it is
   // invalid or when `stream` is capturing (graphs do not nest).
   void replay(Stream& stream);
+
+  // Random numbers (the scheme of CUDA graphs' Philox bookkeeping). Kernels that draw random
+  // numbers during a capture read their generator seed and counter base from a 16-byte device
+  // block of the graph (uint32 words: seed lo, seed hi, counter block lo, hi; a counter block
+  // is 4 counter values) plus a per-kernel delta baked into their push constants, instead of
+  // baking the seed and offset themselves. replay(stream, seed, offset) first writes the
+  // block, so each replay draws the numbers an eager run at that generator state would.
+  // L1 only keeps the numbers; generators live above it (src/aten/generator.h).
+  struct PhiloxCapture {
+    uint64_t seed = 0;
+    uint64_t base = 0;      // generator offset (counter values) at the capture's first draw
+    uint64_t consumed = 0;  // counter values the capture drew, from `base`
+  };
+  // During the capture: the block's address, created by the first call, which also writes
+  // {seed, base / 4} for the capture run (commands the replays skip) and sets philox().seed /
+  // base. Throws std::logic_error outside a capture.
+  uint64_t philox_address(uint64_t seed, uint64_t base);
+  // Whether a kernel of the capture drew random numbers through the block.
+  bool draws_random() const { return philox_block_ != 0; }
+  PhiloxCapture& philox() { return philox_; }
+  // replay() for graphs that draw random numbers: writes {seed, offset / 4} (offset: a
+  // multiple of 4) into the Philox block first (stream-ordered after earlier replays). Graphs
+  // that draw nothing ignore the values.
+  void replay(Stream& stream, uint64_t seed, uint64_t offset);
+  // Marks the graph invalid (it cannot be replayed) with `reason`; the first reason is kept.
+  void invalidate(const std::string& reason);
 
   size_t command_count() const { return commands_.size(); }
   // Bytes of device memory in the graph's private pool (segments).
@@ -112,7 +141,6 @@ class CapturedGraph {
   void start(Stream& stream, uint64_t pool_id);
   void finish(uint64_t point);
   uint64_t alloc_params(const void* data, uint64_t size);
-  void invalidate(const std::string& reason);
 
   State state_ = State::Empty;
   Stream* stream_ = nullptr;
@@ -129,6 +157,8 @@ class CapturedGraph {
   // The captured commands as a secondary command buffer of stream_'s pool (recorded by the
   // first replay; freed by the stream once last_point_ completed).
   VkCommandBuffer commands_buffer_ = VK_NULL_HANDLE;
+  uint64_t philox_block_ = 0;  // device address of the Philox block (a pool block), or 0
+  PhiloxCapture philox_;
 };
 
 }  // namespace tvk

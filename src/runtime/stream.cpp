@@ -367,6 +367,7 @@ struct Stream::Impl {
       VkPipeline sec_bound = VK_NULL_HANDLE;
       bool first = true;
       for (const GraphCommand& c : commands) {
+        if (!c.replayed) continue;
         if (!first) record_barrier(sec);
         first = false;
         switch (c.kind) {
@@ -906,10 +907,13 @@ uint64_t Stream::record_graph(CapturedGraph& graph) {
     s.commands_in_batch += static_cast<uint32_t>(commands.size());
     if (s.commands_in_batch >= s.batch_limit) s.submit();
   }
-  uint64_t dispatches = 0;
-  for (const GraphCommand& c : commands) dispatches += c.kind == GraphCommand::Kind::Dispatch;
+  uint64_t dispatches = 0, transfers = 0;
+  for (const GraphCommand& c : commands) {
+    if (!c.replayed) continue;
+    (c.kind == GraphCommand::Kind::Dispatch ? dispatches : transfers) += 1;
+  }
   s.counters.dispatches.fetch_add(dispatches, std::memory_order_relaxed);
-  s.counters.transfers.fetch_add(graph.commands().size() - dispatches, std::memory_order_relaxed);
+  s.counters.transfers.fetch_add(transfers, std::memory_order_relaxed);
   return s.submitted + (s.dirty ? 1 : 0);
 }
 

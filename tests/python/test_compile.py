@@ -245,6 +245,36 @@ def test_compiled_gpt_trains_like_eager(fused_attention, strict_native):
     _compare_training(model, batches, gpt_loss, "adamw_fused")
 
 
+def test_compiled_training_with_dropout_replays_and_tracks_eager(strict_native):
+    """Dropout in the forward graph: the compiled steps are replayed (fresh masks from the
+    graph's Philox block) and draw the masks eager draws at the same generator state, so the
+    two trainings match step by step."""
+
+    class DropoutMLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc, self.proj = nn.Linear(12, 32), nn.Linear(32, 5)
+
+        def forward(self, x):
+            return self.proj(F.dropout(F.gelu(self.fc(x)), p=0.3, training=self.training))
+
+    torch.manual_seed(0)
+    model = DropoutMLP()
+    batches = [(torch.randn(16, 12).to(VK), torch.randint(0, 5, (16,)).to(VK)) for _ in range(6)]
+    eager_model, compiled_model = copy.deepcopy(model).to(VK), copy.deepcopy(model).to(VK)
+    torch.manual_seed(1)
+    eager_losses = _train(eager_model, batches, F.cross_entropy, "sgd", False)
+    before = torch_vk.compiler.stats()
+    torch.manual_seed(1)
+    compiled_losses = _train(compiled_model, batches, F.cross_entropy, "sgd", True)
+    after = torch_vk.compiler.stats()
+    assert after["replays"] - before["replays"] >= 4  # forward and backward, steps 3-6
+    assert after["capture_failures"] == before["capture_failures"]
+    assert_close(torch.tensor(compiled_losses), torch.tensor(eager_losses), atol=1e-5, rtol=1e-4)
+    for p_eager, p_compiled in zip(eager_model.parameters(), compiled_model.parameters()):
+        assert_close(p_compiled.cpu(), p_eager.cpu(), atol=1e-5, rtol=1e-4)
+
+
 def test_compiled_forward_uses_fewer_dispatches_for_gelu_mlp(strict_native):
     # A GPT-2 style MLP: its "new GELU" is a chain of eight element-wise ops in eager mode.
     class NewGeluMLP(nn.Module):
@@ -399,7 +429,7 @@ def test_steady_state_calls_replay_the_captured_graph(strict_native):
         assert_close(b, a, atol=1e-5, rtol=1e-5)
 
 
-def test_graphs_with_random_ops_are_not_replayed(strict_native):
+def test_graphs_with_random_ops_replay_fresh_numbers_like_eager(strict_native):
     from torch_vk.compiler.replay import not_replayable_reason
 
     gm = torch.fx.symbolic_trace(lambda a: a)
@@ -410,9 +440,23 @@ def test_graphs_with_random_ops_are_not_replayed(strict_native):
 
     compiled = torch.compile(fn)
     x = torch.ones(64, 64, device=VK)
-    masks = [compiled(x) == 1.0 for _ in range(4)]  # dropped elements are 0 * 2 / 0.5 + 1 = 1
-    # Every call draws a new mask, as eager dropout does.
-    assert all(not torch.equal(masks[0], m) for m in masks[1:])
+
+    def masks(f):
+        torch.manual_seed(0)
+        dropped = [(f(x) == 1.0).cpu() for _ in range(5)]  # dropped: 0 * 2 / 0.5 + 1 = 1
+        return dropped, torch.rand(3, device=VK).cpu()
+
+    before = torch_vk.compiler.stats()
+    compiled_masks, compiled_next = masks(compiled)
+    after = torch_vk.compiler.stats()
+    assert after["replays"] - before["replays"] == 3  # calls 3-5: the first runs, the second captures
+    assert after["capture_failures"] == before["capture_failures"]
+    # Every call draws a new mask, as eager dropout does: the same masks as eager, and the
+    # generator ends where eager leaves it.
+    assert all(not torch.equal(compiled_masks[0], m) for m in compiled_masks[1:])
+    eager_masks, eager_next = masks(fn)
+    assert all(torch.equal(a, b) for a, b in zip(compiled_masks, eager_masks))
+    assert torch.equal(compiled_next, eager_next)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

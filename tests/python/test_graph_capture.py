@@ -161,3 +161,54 @@ def test_pool_memory_is_released_with_the_graph():
     del y
     torch.vk.empty_cache()
     assert torch.vk.memory_reserved() == reserved
+
+
+def _random_ops(x, probs):
+    return (torch.rand(1000, device="vk"), torch.nn.functional.dropout(x, 0.5),
+            torch.randn(7, 3, device="vk").t(), torch.randint(0, 10, (50,), device="vk"),
+            torch.randperm(20, device="vk"), torch.bernoulli(probs))
+
+
+def test_random_ops_draw_new_numbers_on_every_replay_like_eager():
+    """Random kernels of a capture read the generator's seed and counter base from the graph's
+    Philox block, rewritten by each replay: replays draw what eager calls would draw at the
+    same generator state, and leave the generator where eager calls leave it."""
+    x = torch.ones(1000, device="vk")
+    probs = torch.tensor([[0.1, 0.2, 0.3, 0.4, 0.0, 1.0], [0.5, 0.5, 0.5, 0.5, 0.5, 0.5]],
+                         device="vk")
+    torch.manual_seed(3)
+    g, out = capture(lambda: _random_ops(x, probs))
+    assert g.valid, g.invalid_reason
+    got = [[o.cpu() for o in out]]
+    for _ in range(3):
+        g.replay()
+        got.append([o.cpu() for o in out])
+    after = torch.rand(4, device="vk").cpu()
+
+    torch.manual_seed(3)
+    want = [[o.cpu() for o in _random_ops(x, probs)] for _ in range(4)]
+    want_after = torch.rand(4, device="vk").cpu()
+    for call, (g_outs, w_outs) in enumerate(zip(got, want)):
+        for k, (a, b) in enumerate(zip(g_outs, w_outs)):
+            assert torch.equal(a, b), (call, k)
+    assert torch.equal(after, want_after)
+    assert not torch.equal(got[0][0], got[1][0])  # fresh numbers
+
+
+def test_random_ops_follow_a_reseed_between_replays():
+    torch.manual_seed(0)
+    g, out = capture(lambda: torch.rand(64, device="vk"))
+    torch.manual_seed(11)
+    g.replay()
+    torch.manual_seed(11)
+    assert torch.equal(out.cpu(), torch.rand(64, device="vk").cpu())
+
+
+def test_random_op_with_its_own_generator_invalidates_the_graph():
+    gen = torch.Generator(device="vk").manual_seed(5)
+    g, out = capture(lambda: torch.rand(16, device="vk", generator=gen))
+    assert not g.valid and "generator" in g.invalid_reason
+    gen.manual_seed(5)
+    assert torch.equal(out.cpu(), torch.rand(16, device="vk", generator=gen).cpu())  # ran right
+    with pytest.raises(RuntimeError, match="invalid"):
+        g.replay()

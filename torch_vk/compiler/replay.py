@@ -18,10 +18,16 @@ Outputs live in the graph's pool. Callers get tensors that alias that memory; be
 replay overwrites it, every alias still alive (a kept loss, activations saved for a backward
 that has not run yet) is given its own copy, so results never change under the caller.
 
-Graphs that cannot be replayed run normally every time: graphs with random ops (a replay
-would repeat the same numbers), host scalars or CPU tensors (computed by the host per call),
-data-dependent shapes or host reads, symbolic shapes, or any op that turns out to read device
-memory on the host during capture. TORCH_VK_COMPILE_REPLAY=0 turns replay off.
+Random ops (dropout, rand, ...) are replayed too: captured kernels read the generator's seed
+and counter base from the graph's Philox block, which each replay rewrites after taking from
+the device's default generator the counters the capture drew (src/aten/generator.h), so every
+replay draws fresh numbers, the ones an eager call would draw at that generator state. A
+capture whose random op uses another generator is invalid (the graph then runs normally).
+
+Graphs that cannot be replayed run normally every time: graphs with host scalars or CPU
+tensors (computed by the host per call), data-dependent shapes or host reads, symbolic shapes,
+or any op that turns out to read device memory on the host during capture.
+TORCH_VK_COMPILE_REPLAY=0 turns replay off.
 """
 from __future__ import annotations
 
@@ -67,26 +73,11 @@ def not_replayable_reason(gm: torch.fx.GraphModule) -> str | None:
         if target in _HOST_SYNC_OPS:
             return f"{node.name} reads device memory on the host"
         tags = getattr(target, "tags", ())
-        if torch.Tag.nondeterministic_seeded in tags and not _dropout_off(node):
-            return f"{node.name} draws random numbers"
         if torch.Tag.dynamic_output_shape in tags or torch.Tag.data_dependent_output in tags:
             return f"{node.name} has a data-dependent output"
         if getattr(target, "scalar_inputs", None):
             return f"{node.name} takes host scalars"
     return None
-
-
-def _dropout_off(node: torch.fx.Node) -> bool:
-    """Ops tagged random only for their dropout (attention) draw nothing with dropout_p = 0."""
-    schema = getattr(node.target, "_schema", None)
-    if schema is None:
-        return False
-    for index, argument in enumerate(schema.arguments):
-        if argument.name == "dropout_p":
-            value = node.args[index] if index < len(node.args) else \
-                node.kwargs.get("dropout_p", argument.default_value)
-            return isinstance(value, (int, float)) and value == 0
-    return False
 
 
 class ReplayRunner:

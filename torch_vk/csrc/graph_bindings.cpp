@@ -18,6 +18,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "aten/generator.h"
 #include "aten/vk_common.h"
 #include "runtime/graph.h"
 #include "runtime/stream.h"
@@ -49,7 +50,7 @@ void register_graph_bindings(py::module_& m) {
       .def(py::init<>())
       .def(
           "replay",
-          [](tvk::CapturedGraph& g) { run_checked([&] { g.replay(current_stream()); }); },
+          [](tvk::CapturedGraph& g) { run_checked([&] { tvk::aten::replay_graph(g, current_stream()); }); },
           "Records every captured command again on the current stream (the capture stream). "
           "Never waits.")
       .def_property_readonly("valid", &tvk::CapturedGraph::valid)

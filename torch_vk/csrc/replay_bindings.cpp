@@ -21,6 +21,7 @@
 #include <optional>
 #include <vector>
 
+#include "aten/generator.h"
 #include "aten/vk_backend.h"
 #include "aten/vk_common.h"
 #include "runtime/graph.h"
@@ -123,7 +124,7 @@ class Replayer {
     if (&stream != graph_->stream()) return py::int_(kRunNormally);
     if (!prepare_inputs(args)) return py::int_(kCaptureAgain);
     detach_handed_out();
-    translate_errors([&] { graph_->replay(stream); });
+    translate_errors([&] { tvk::aten::replay_graph(*graph_, stream); });
     return hand_out(args);
   }
 
