@@ -14,6 +14,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/index.h"
+#include "kernels/random.h"
 #include "kernels/kernels.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
@@ -178,6 +179,56 @@ TEST_F(Graph, CaptureThenReplayWithNewInputs) {
   // replay completed.
   g.reset();
   expect_equal(z.download(), host_chain(x2));
+}
+
+// Uniform numbers of `n` elements drawn with `philox` (a direct launch or through a block).
+void uniform(Stream& s, const F32& out, int64_t n, const PhiloxState& philox) {
+  RandomElementwise p;
+  p.op = RandomOp::Uniform;
+  p.numel = n;
+  p.geometry = flat(n);
+  p.out = out.op();
+  p.philox = philox;
+  p.p[0] = 0.0;
+  p.p[1] = 1.0;
+  random_elementwise(s, p);
+}
+
+// A captured random kernel reads seed and counter base from the graph's Philox block, so each
+// replay with (seed, offset) draws what a direct launch with (seed, offset + delta) draws.
+TEST_F(Graph, RandomKernelsReadThePhiloxBlock) {
+  Stream& s = dev().stream(0);
+  constexpr int64_t n = 300;
+  F32 a(s, n), b(s, n), ref_a(s, n), ref_b(s, n);
+  auto g = std::make_unique<CapturedGraph>();
+  s.begin_capture(*g);
+  const uint64_t block = g->philox_address(/*seed=*/7, /*base=*/64);
+  EXPECT_EQ(g->philox_address(99, 999), block);  // created once; the first values stay
+  EXPECT_TRUE(g->draws_random());
+  EXPECT_EQ(g->philox().seed, 7u);
+  EXPECT_EQ(g->philox().base, 64u);
+  uniform(s, a, n, {0, 0, block});
+  uniform(s, b, n, {0, 4, block});  // 4 counter values further
+  s.end_capture();
+  ASSERT_TRUE(g->valid()) << g->invalid_reason();
+  EXPECT_EQ(g->command_count(), 6u);  // 4 capture-only block writes + 2 dispatches
+
+  uniform(s, ref_a, n, {7, 64});
+  uniform(s, ref_b, n, {7, 68});
+  expect_equal(a.download(), ref_a.download());  // the capture run drew at (7, 64)
+  expect_equal(b.download(), ref_b.download());
+
+  const uint64_t dispatches = Runtime::get().counters().dispatches.load();
+  for (auto [seed, offset] : {std::pair<uint64_t, uint64_t>{7, 64}, {7, 1ull << 36}, {0x123456789ull, 8}}) {
+    g->replay(s, seed, offset);
+    uniform(s, ref_a, n, {seed, offset});
+    uniform(s, ref_b, n, {seed, offset + 4});
+    expect_equal(a.download(), ref_a.download());
+    expect_equal(b.download(), ref_b.download());
+  }
+  // Replays skip the capture-only writes: 2 dispatches each (+ 2 reference launches).
+  EXPECT_EQ(Runtime::get().counters().dispatches.load() - dispatches, 3u * 4u);
+  EXPECT_THROW(g->philox_address(1, 2), std::logic_error);  // outside a capture
 }
 
 TEST_F(Graph, ForbiddenOperationsInvalidateTheGraph) {
