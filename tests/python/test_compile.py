@@ -184,6 +184,45 @@ def test_new_shapes_recompile_or_run_symbolically(strict_native):
         assert_close(compiled(x, y).cpu(), pointwise_chain(x.cpu(), y.cpu()), atol=1e-5, rtol=1e-5)
 
 
+def test_symbolic_graphs_replay_one_capture_per_shape(strict_native):
+    """After a second shape Dynamo compiles a graph with symbolic sizes; it is captured once
+    per concrete shape and replayed for that shape (like CUDA graph trees)."""
+    def fn(x, y):
+        return torch.softmax(torch.sin(x) * y + 1.0, dim=-1).sum(0)
+
+    compiled = torch.compile(fn)
+    before = torch_vk.compiler.stats()
+    for _ in range(4):
+        for n in (5, 9, 17):
+            x, y = make((3, n), torch.float32, seed=n), make((3, n), torch.float32, seed=n + 1)
+            assert_close(compiled(x.to(VK), y.to(VK)).cpu(), fn(x, y), atol=1e-5, rtol=1e-5)
+    after = torch_vk.compiler.stats()
+    # The first n = 5 call compiles a static graph; n = 9 recompiles with a symbolic length,
+    # and from then on every n (5 included) goes to that graph. Per shape it runs once, is
+    # captured on its second call and replayed on the later ones: n = 9 and 17 are replayed
+    # twice, n = 5 (a new shape for the symbolic graph in the second round) once.
+    assert after["captures"] - before["captures"] == 3
+    assert after["replays"] - before["replays"] == 5
+    assert after["capture_failures"] == before["capture_failures"]
+
+
+def test_compiled_gpt_with_varying_lengths_trains_like_eager(strict_native):
+    torch.manual_seed(0)
+    model = TinyGPT()
+    lengths = [8, 12, 16, 8, 12, 16, 8, 12]
+    batches = [(torch.randint(0, 29, (2, t)).to(VK), torch.randint(0, 29, (2, t)).to(VK))
+               for t in lengths]
+    eager_model, compiled_model = copy.deepcopy(model).to(VK), copy.deepcopy(model).to(VK)
+    eager_losses = _train(eager_model, batches, gpt_loss, "sgd", False)
+    before = torch_vk.compiler.stats()
+    compiled_losses = _train(compiled_model, batches, gpt_loss, "sgd", True)
+    after = torch_vk.compiler.stats()
+    assert after["replays"] > before["replays"]
+    assert_close(torch.tensor(compiled_losses), torch.tensor(eager_losses), atol=1e-5, rtol=1e-4)
+    for p_eager, p_compiled in zip(eager_model.parameters(), compiled_model.parameters()):
+        assert_close(p_compiled.cpu(), p_eager.cpu(), atol=1e-4, rtol=1e-4)
+
+
 def test_graph_breaks_fall_back_to_eager_per_graph(strict_native):
     def fn(a):
         b = torch.sin(a) * 2.0 + 1.0

@@ -47,14 +47,18 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Ca
     _STATS["gemm_epilogues"] += counts.gemm_epilogues
     _STATS["fused_reductions"] += counts.reductions
     _STATS["row_kernels"] += counts.row_kernels
-    from torch_vk.compiler.replay import ReplayRunner, not_replayable_reason
+    from torch_vk.compiler.replay import (ReplayRunner, ShapeKeyedRunner, not_replayable_reason,
+                                          shape_key_positions)
 
     reason = not_replayable_reason(fused_gm)
     mutates = any(
         (n.op == "call_function" and n.target is torch.ops.aten.copy_.default)
         or any(i is not None for i in getattr(n.target, "out_into", ()) or ())
         for n in fused_gm.graph.nodes)
-    runner = ReplayRunner(fused_gm.forward, f"graph_{_STATS['graphs']}", reason, mutates)
+    name = f"graph_{_STATS['graphs']}"
+    keyed = shape_key_positions(fused_gm)
+    runner = (ShapeKeyedRunner(fused_gm.forward, name, reason, mutates, *keyed) if keyed
+              else ReplayRunner(fused_gm.forward, name, reason, mutates))
     debug_dir = os.environ.get("TORCH_VK_COMPILE_DEBUG_DIR")
     if debug_dir:
         os.makedirs(debug_dir, exist_ok=True)

@@ -24,13 +24,18 @@ the device's default generator the counters the capture drew (src/aten/generator
 replay draws fresh numbers, the ones an eager call would draw at that generator state. A
 capture whose random op uses another generator is invalid (the graph then runs normally).
 
-Graphs that cannot be replayed run normally every time: graphs with host scalars or CPU
-tensors (computed by the host per call), data-dependent shapes or host reads, symbolic shapes,
+Symbolic shapes (Dynamo's dynamic graphs): one capture per concrete shape, as CUDA graph
+trees do. ShapeKeyedRunner keys a ReplayRunner by the integer inputs (the sizes) and the
+shapes of the inputs with symbolic dims, keeping the _MAX_SHAPES most recently used.
+
+Graphs that cannot be replayed run normally every time: graphs with host scalars, float
+inputs or CPU tensors (computed by the host per call), data-dependent shapes or host reads,
 or any op that turns out to read device memory on the host during capture.
 TORCH_VK_COMPILE_REPLAY=0 turns replay off.
 """
 from __future__ import annotations
 
+import collections
 import os
 from typing import Any, Callable, Sequence
 
@@ -39,6 +44,7 @@ import torch.fx
 
 _STATS = {"captures": 0, "replays": 0, "capture_failures": 0}
 _MAX_CAPTURES = 4
+_MAX_SHAPES = 8  # captured graphs kept per symbolic graph (each holds a memory pool)
 
 _HOST_SYNC_OPS = {torch.ops.aten._local_scalar_dense.default, torch.ops.aten.item.default}
 
@@ -59,14 +65,11 @@ def not_replayable_reason(gm: torch.fx.GraphModule) -> str | None:
         return "TORCH_VK_COMPILE_REPLAY=0"
     for node in gm.graph.nodes:
         val = node.meta.get("val")
-        if node.op == "placeholder" and not isinstance(val, torch.Tensor):
-            return f"input {node.name} is not a tensor ({type(val).__name__})"
+        if node.op == "placeholder" and not isinstance(val, (torch.Tensor, int, torch.SymInt)):
+            return f"input {node.name} is not a tensor or an integer ({type(val).__name__})"
         for v in val if isinstance(val, (list, tuple)) else [val]:
-            if isinstance(v, torch.Tensor):
-                if v.device.type != "vk":
-                    return f"{node.name} is a {v.device.type} tensor"
-                if any(not isinstance(s, int) for s in v.shape):
-                    return f"{node.name} has a symbolic shape"
+            if isinstance(v, torch.Tensor) and v.device.type != "vk":
+                return f"{node.name} is a {v.device.type} tensor"
         if node.op != "call_function":
             continue
         target = node.target
@@ -174,3 +177,63 @@ class ReplayRunner:
         self._reset()
         self.warm_ptrs = [a.data_ptr() for a in args]
         return self.fn(*args)
+
+
+def shape_key_positions(gm: torch.fx.GraphModule) -> tuple[list[int], list[int]] | None:
+    """(integer input positions, positions of tensor inputs with symbolic dims) of a graph with
+    symbolic shapes or integer inputs, or None for a static graph of tensors."""
+    ints, symbolic = [], []
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for i, node in enumerate(placeholders):
+        val = node.meta.get("val")
+        if isinstance(val, (int, torch.SymInt)):
+            ints.append(i)
+        elif isinstance(val, torch.Tensor) and any(not isinstance(d, int) for d in val.shape):
+            symbolic.append(i)
+    return (ints, symbolic) if ints or symbolic else None
+
+
+class ShapeKeyedRunner:
+    """A graph with symbolic shapes: one ReplayRunner per concrete shape (integer inputs and
+    the shapes of the symbolic tensor inputs), each replaying a capture of its own, the
+    _MAX_SHAPES most recently used kept."""
+
+    def __init__(self, fn: Callable, name: str, reason: str | None, mutates_inputs: bool,
+                 int_positions: list[int], symbolic_positions: list[int]):
+        self.fn = fn
+        self.name = name
+        self.reason = reason
+        self.mutates_inputs = mutates_inputs
+        self.int_positions = int_positions
+        self.int_set = frozenset(int_positions)
+        self.symbolic_positions = symbolic_positions
+        self.runners: collections.OrderedDict = collections.OrderedDict()
+
+    def __call__(self, *args: Any) -> Any:
+        if self.reason is not None:
+            return self.fn(*args)
+        key = (tuple(args[i] for i in self.int_positions),
+               tuple(tuple(args[i].shape) for i in self.symbolic_positions))
+        runner = self.runners.get(key)
+        if runner is None:
+            if len(self.runners) >= _MAX_SHAPES:
+                _, oldest = self.runners.popitem(last=False)
+                if oldest.replayer is not None:
+                    oldest.replayer.detach_handed_out()  # its graph's pool goes away
+            ints = dict(zip(self.int_positions, key[0]))
+            runner = ReplayRunner(self._bind(ints, len(args)), self.name, None,
+                                  self.mutates_inputs)
+            self.runners[key] = runner
+        else:
+            self.runners.move_to_end(key)
+        return runner(*(a for i, a in enumerate(args) if i not in self.int_set))
+
+    def _bind(self, ints: dict, count: int) -> Callable:
+        """The graph with its integer inputs fixed: takes the tensor inputs only."""
+        fn = self.fn
+
+        def bound(*tensors: Any) -> Any:
+            it = iter(tensors)
+            return fn(*(ints[i] if i in ints else next(it) for i in range(count)))
+
+        return bound
