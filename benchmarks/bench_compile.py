@@ -2,8 +2,9 @@
 
   python benchmarks/bench_compile.py [--quick] [--json FILE] [--device vk|cuda|cpu]
 
-For an MLP, a small CNN, a GPT-2 style transformer block and a stack of four it reports, for the forward pass
-(inference, no_grad) and for a training step (forward + backward + SGD):
+For an MLP, a small CNN, a GPT-2 style transformer block (also with nanoGPT's dropout 0.1, whose
+compiled graphs replay with fresh random numbers) and a stack of four it reports, for the
+forward pass (inference, no_grad) and for a training step (forward + backward + SGD):
   - step time (median wall time, synchronized), eager and compiled, and their ratio;
   - host time per step (vk only): CPU time of the calling thread per step, for steps recorded
     back to back while the device is held idle (a child process with
@@ -63,9 +64,10 @@ class GPT2Block(nn.Module):
     """Written the way nanoGPT writes GPT-2's block: explicit attention with a causal mask
     filled with -inf, the tanh GELU as a formula, residual adds."""
 
-    def __init__(self, dim, heads, seq):
+    def __init__(self, dim, heads, seq, dropout=0.0):
         super().__init__()
         self.heads = heads
+        self.dropout = dropout  # nanoGPT's attention, residual and MLP dropout
         self.ln_1 = nn.LayerNorm(dim)
         self.c_attn = nn.Linear(dim, 3 * dim)
         self.c_proj = nn.Linear(dim, dim)
@@ -80,14 +82,17 @@ class GPT2Block(nn.Module):
         q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
         w = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(v.size(-1))
         w = w.masked_fill(~self.bias[:t, :t], float("-inf"))
-        w = F.softmax(w, dim=-1)
+        w = self.drop(F.softmax(w, dim=-1))
         y = torch.matmul(w, v)
-        return self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
+        return self.drop(self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c)))
 
     def mlp(self, x):
         h = self.c_fc(x)
         h = 0.5 * h * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (h + 0.044715 * torch.pow(h, 3.0))))
-        return self.mlp_proj(h)
+        return self.drop(self.mlp_proj(h))
+
+    def drop(self, x):
+        return F.dropout(x, self.dropout, self.training) if self.dropout > 0 else x
 
     def forward(self, x):
         x = x + self.attention(self.ln_1(x))
@@ -253,6 +258,8 @@ def main():
         ("cnn", CNN(channels), lambda: torch.randn(batch, 3, 32 if big else 16, 32 if big else 16,
                                                    device=device)),
         ("gpt2 block", GPT2Block(dim, 12 if big else 4, seq),
+         lambda: torch.randn(batch, seq, dim, device=device)),
+        ("gpt2 drop", GPT2Block(dim, 12 if big else 4, seq, dropout=0.1),
          lambda: torch.randn(batch, seq, dim, device=device)),
         ("gpt2 x4", GPT2Stack(dim, 12 if big else 4, seq, 4),
          lambda: torch.randn(batch, seq, dim, device=device)),
