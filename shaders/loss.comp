@@ -343,6 +343,10 @@ void multilabel_margin_backward_element(uint e) {
 //   ctc_beta:  addr[0] = log_beta [N, T, S].
 //   ctc_grad:  addr[0] = grad [T, N, C], addr[4] = [log_alpha; log_beta] [2, N, T, S],
 //              addr[5] = [nll; grad_output] [2, N].
+// ctc_alpha / ctc_beta cover the time steps [t_begin, t_end) with geometry = t_begin |
+// t_end << 32 (0: all of them): under a device loop limit the launcher splits the time loop
+// over dispatches (alpha: ascending chunks, nll written by the last one; beta: descending),
+// each chunk's first step reading the row the previous dispatch wrote.
 // Entries outside each sample's lengths are -inf (log_alpha / log_beta) or 0 (grad). Labels
 // outside [0, C) have probability 0 (never read). The recursions read the previous row written
 // by other invocations of the workgroup: the rows are accessed through a coherent reference and
@@ -387,8 +391,13 @@ void ctc_recursion(int b) {
   CtcRows rows = CtcRows(pc.addr[0]);
   int base = b * Tm * S;
   int lid = int(gl_LocalInvocationID.x);
+  int t_begin = 0, t_end = Tm;
+  if (pc.geometry != 0ul) {
+    t_begin = int(uint(pc.geometry & 0xfffffffful));
+    t_end = int(uint(pc.geometry >> 32));
+  }
 #if OP == 16
-  for (int t = 0; t < Tm; ++t) {
+  for (int t = t_begin; t < t_end; ++t) {
     for (int s = lid; s < S; s += CTC_WG) {
       T v = NEG_INF;
       if (t < input_length && s < Sb) {
@@ -408,7 +417,7 @@ void ctc_recursion(int b) {
     memoryBarrierBuffer();
     barrier();
   }
-  if (lid == 0) {
+  if (lid == 0 && t_end == Tm) {
     T nll;
     if (input_length == 0) {
       nll = target_length == 0 ? T(0) : -NEG_INF;
@@ -422,7 +431,7 @@ void ctc_recursion(int b) {
   }
   barrier();
 #else
-  for (int t = Tm - 1; t >= 0; --t) {
+  for (int t = t_end - 1; t >= t_begin; --t) {
     for (int s = lid; s < S; s += CTC_WG) {
       T v = NEG_INF;
       if (t < input_length && s < Sb) {

@@ -340,6 +340,32 @@ LossPush ctc_push(Stream& stream, const CtcLoss& p, bool& f64) {
   push.mode = static_cast<int32_t>(p.extended << 1) | (p.zero_infinity ? 1 : 0);
   return push;
 }
+
+// Records the time recursion `name` (ctc_alpha / ctc_beta) in chunks of time steps that keep a
+// workgroup's loop iterations (per sample it owns: per step, the step, its strided pass over
+// the extended targets and its barrier, which lavapipe counts as one more iteration: measured)
+// below the device's loop budget; one dispatch where there is no limit. Alpha runs the chunks
+// forward, beta backward.
+void ctc_recursion(Stream& stream, const std::string& name, const CtcLoss& p, LossPush push,
+                   bool backward) {
+  const int64_t groups = group_count(stream, p.batch, 1);
+  const int64_t samples = (p.batch + groups - 1) / groups;
+  const int64_t per_step = samples * (2 + (p.extended + kWorkgroup - 1) / kWorkgroup);
+  const int64_t chunk = loop_chunk(stream, p.time, per_step, samples + 2);
+  if (chunk >= p.time) {
+    push.geometry = 0;
+    dispatch(stream, name, p.batch, push, 1);
+    return;
+  }
+  const int64_t chunks = (p.time + chunk - 1) / chunk;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t k = backward ? chunks - 1 - c : c;
+    const uint64_t t0 = static_cast<uint64_t>(k * chunk);
+    const uint64_t t1 = static_cast<uint64_t>(std::min(p.time, (k + 1) * chunk));
+    push.geometry = t0 | (t1 << 32);
+    dispatch(stream, name, p.batch, push, 1);
+  }
+}
 }  // namespace
 
 void ctc_loss_forward(Stream& stream, const CtcLoss& p, Operand log_alpha, Operand nll) {
@@ -353,7 +379,7 @@ void ctc_loss_forward(Stream& stream, const CtcLoss& p, Operand log_alpha, Opera
   push.addr[4] = nll.address;
   push.dtype[4] = static_cast<int32_t>(nll.dtype);
   push.numel = static_cast<int32_t>(p.batch);
-  dispatch(stream, variant("ctc_alpha", f64), p.batch, push, 1);
+  ctc_recursion(stream, variant("ctc_alpha", f64), p, push, false);
 }
 
 void ctc_loss_backward(Stream& stream, const CtcLoss& p, Operand alpha_beta, Operand nll_grad, Operand grad) {
@@ -369,7 +395,13 @@ void ctc_loss_backward(Stream& stream, const CtcLoss& p, Operand alpha_beta, Ope
   beta.addr[0] = alpha_beta.address + half;
   beta.dtype[0] = static_cast<int32_t>(alpha_beta.dtype);
   beta.numel = static_cast<int32_t>(p.batch);
-  dispatch(stream, variant("ctc_beta", f64), p.batch, beta, 1);
+  ctc_recursion(stream, variant("ctc_beta", f64), p, beta, true);
+  // ctc_grad: per element (one per invocation, grid-stride) a walk over the extended targets.
+  const int64_t elements = p.time * p.batch * p.classes;
+  const int64_t step = int64_t{group_count(stream, elements, kWorkgroup)} * kWorkgroup;
+  if ((elements + step - 1) / step * (p.extended + 1) > loop_budget(stream))
+    invalid(kWhere, "ctc_loss: targets too long for the device's loop-iteration limit "
+                    "(max_loop_iterations)");
   push.addr[0] = grad.address;
   push.dtype[0] = static_cast<int32_t>(grad.dtype);
   push.addr[4] = alpha_beta.address;
