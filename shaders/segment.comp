@@ -60,6 +60,12 @@
 //   Specialization constants: 0 = local_size_x, 1 = float dtype (weight / out / psw / grad),
 //   2 = dtype of `indices` (bag_backward: of `sorted`), 3 = dtype of `offsets` (bag_backward:
 //   of `perm`), 4 = dtype of the index-valued results (offset2bag / bag_size / max_idx).
+//   bag_forward split (devices with a loop limit, DeviceCapabilities::max_loop_iterations):
+//   with state_addr != 0 a pass walks only the index positions [i_begin, i_end) of every bag,
+//   the running (acc, count, arg) of column d of bag b at element b * dim + d of the state's
+//   three arrays (T acc [num_bags * dim] | int count [..] | int64 arg [..]): read when
+//   i_begin > 0, written instead of the outputs when i_end < num_indices; bag_size is then
+//   the count of column 0. The launcher records the passes in order on one stream.
 //   Work items: bags (OP 0), indices (OP 1), sorted positions (OP 2). `lanes` (a power of two
 //   <= local_size_x) invocations share a work item and stride over its columns (adjacent
 //   invocations read adjacent columns of a row: coalesced); a workgroup holds
@@ -107,7 +113,10 @@ layout(push_constant) uniform Push {
   int mode;               // 96: 0 sum, 1 mean, 2 max; bag_backward: bit 0 mean, bit 1
                           //     scale_grad_by_freq
   int lanes;              // 100
-} pc;                     // 104 bytes
+  uint64_t state_addr;    // 104: bag_forward split state (0: one pass), see below
+  int i_begin;            // 112: bag_forward split: the index positions of this pass
+  int i_end;              // 116
+} pc;                     // 120 bytes
 #else
 // Mirrored by SegPush in src/kernels/segment.cpp.
 layout(push_constant) uniform Push {
@@ -258,8 +267,9 @@ void main() {
     const int end = b + 1 < pc.num_offsets
                         ? int(clamp(load_index(pc.offsets_addr, SPEC_OFFSET_DT, b + 1), int64_t(start), n))
                         : pc.num_indices;
-    // bag_size: lane 0 counts the bag's valid, non-padding entries.
-    if (lane == 0) {
+    const bool split = pc.state_addr != 0ul;
+    // bag_size: lane 0 counts the bag's valid, non-padding entries (split: column 0's count).
+    if (lane == 0 && !split) {
       int count = 0;
       for (int i = start; i < end; ++i) {
         const int64_t idx = load_index(pc.indices_addr, SPEC_INDEX_DT, i);
@@ -267,11 +277,25 @@ void main() {
       }
       if (pc.aux_addr != 0ul) store_index(pc.aux_addr, b, pc.mode == 0 ? 0 : count);
     }
+    const int cells = pc.num_bags * pc.dim;
+    const uint64_t count_addr = pc.state_addr + uint64_t(cells) * uint64_t(KIND == KIND_FLOAT64 ? 8 : 4);
+    const uint64_t arg_addr = (count_addr + uint64_t(cells) * 4ul + 7ul) & ~7ul;  // 8-byte aligned
     for (int d = lane; d < pc.dim; d += lanes) {
       T acc = T(0);
       int count = 0;
       int64_t arg = 0;
-      for (int i = start; i < end; ++i) {
+      const int cell = b * pc.dim + d;
+      int first = start, last = end;
+      if (split) {
+        first = max(start, pc.i_begin);
+        last = min(end, pc.i_end);
+        if (pc.i_begin > 0) {
+          acc = LOAD_T(pc.state_addr, KIND == KIND_FLOAT64 ? DT_FLOAT64 : DT_FLOAT32, cell);
+          count = RefI32(tvk_elem_addr(count_addr, cell, 2)).v;
+          arg = RefI64(tvk_elem_addr(arg_addr, cell, 3)).v;
+        }
+      }
+      for (int i = first; i < last; ++i) {
         const int64_t idx = load_index(pc.indices_addr, SPEC_INDEX_DT, i);
         if (idx < 0 || idx >= pc.num_weights || idx == pc.padding_idx) continue;
         const T v = load_float(pc.weight_addr, int(idx) * pc.w_stride0 + d * pc.w_stride1);
@@ -285,6 +309,13 @@ void main() {
         }
         ++count;
       }
+      if (split && pc.i_end < pc.num_indices) {  // more passes follow
+        STORE_T(pc.state_addr, KIND == KIND_FLOAT64 ? DT_FLOAT64 : DT_FLOAT32, cell, acc);
+        RefI32(tvk_elem_addr(count_addr, cell, 2)).v = count;
+        RefI64(tvk_elem_addr(arg_addr, cell, 3)).v = arg;
+        continue;
+      }
+      if (split && d == 0 && pc.aux_addr != 0ul) store_index(pc.aux_addr, b, pc.mode == 0 ? 0 : count);
       if (pc.mode == 1) acc /= T(max(count, 1));
       store_float(pc.out_addr, b * pc.dim + d, acc);
       if (pc.mode == 2) store_index(pc.aux2_addr, b * pc.dim + d, arg);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/launch.h"
+#include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/pipeline.h"
 #include "runtime/stream.h"
@@ -39,8 +40,10 @@ struct BagPush {
   int32_t padding_idx;
   int32_t mode;
   int32_t lanes;
+  uint64_t state_addr;  // bag_forward split (0: one pass)
+  int32_t i_begin, i_end;
 };
-static_assert(sizeof(BagPush) == 104);
+static_assert(sizeof(BagPush) == 120);
 
 // Mirrors the OP >= 3 `Push` in shaders/segment.comp.
 struct SegPush {
@@ -190,7 +193,39 @@ void embedding_bag_forward(Stream& stream, const EmbeddingBagForward& p) {
   }
   launch(stream, "bag_offset2bag", false, check, std::max<int64_t>(p.num_indices, 1), DType::Float32,
          index_dt, p.offsets.dtype, o2b_dt);
-  launch(stream, "bag_forward", f64, push, p.num_bags, float_dt, index_dt, p.offsets.dtype, result_dt);
+  // A bag may hold every index: per bag an item owns, lane 0's count and each of its columns
+  // walk up to num_indices positions. Under a device loop limit (loop_budget) the positions
+  // are split into passes carrying the per-column state (see the shader).
+  const int64_t per_group = kWorkgroup / push.lanes;
+  const int64_t items_step = int64_t{group_count(stream, p.num_bags, static_cast<uint32_t>(per_group))} * per_group;
+  const int64_t bags_per_item = (p.num_bags + items_step - 1) / items_step;
+  const int64_t columns = (p.dim + push.lanes - 1) / push.lanes;
+  const int64_t budget = loop_budget(stream);
+  const int64_t whole = bags_per_item * (1 + p.num_indices + columns * (1 + p.num_indices));
+  if (whole <= budget || p.dim == 0) {
+    launch(stream, "bag_forward", f64, push, p.num_bags, float_dt, index_dt, p.offsets.dtype, result_dt);
+    return;
+  }
+  const int64_t range = (budget / bags_per_item - 1) / std::max<int64_t>(columns, 1) - 1;
+  if (range < 1)
+    invalid(kWhere, "too many bags for the device's loop-iteration limit (max_loop_iterations)");
+  const int64_t cells = p.num_bags * p.dim;
+  const int64_t acc_bytes = cells * (f64 ? 8 : 4);
+  const uint64_t bytes = static_cast<uint64_t>(((acc_bytes + cells * 4 + 7) & ~int64_t{7}) + cells * 8);
+  Allocator& allocator = stream.device().allocator();
+  const uint64_t state = allocator.allocate(bytes, stream.id());
+  push.state_addr = state;
+  try {
+    for (int64_t i0 = 0; i0 < p.num_indices; i0 += range) {
+      push.i_begin = static_cast<int32_t>(i0);
+      push.i_end = static_cast<int32_t>(std::min(p.num_indices, i0 + range));
+      launch(stream, "bag_forward", f64, push, p.num_bags, float_dt, index_dt, p.offsets.dtype, result_dt);
+    }
+  } catch (...) {
+    allocator.free(state);
+    throw;
+  }
+  allocator.free(state);  // stream order: later reuse is ordered after these dispatches
 }
 
 void embedding_bag_offset2bag(Stream& stream, int64_t num_indices, int64_t num_bags,
