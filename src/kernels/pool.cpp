@@ -88,6 +88,24 @@ int64_t checked_numel(int64_t batch, int64_t channels, const std::array<int64_t,
   return n;
 }
 
+// Throws when an invocation's nested window loops (extent[0] x extent[1] x extent[2], every
+// level's iterations counted, per element it produces) would exceed the device's loop budget.
+void check_window_loops(Stream& stream, int64_t produced, const int64_t extent[3]) {
+  const int64_t budget = loop_budget(stream);
+  if (budget == INT64_MAX) return;
+  const int64_t step = int64_t{group_count(stream, produced, kWorkgroup)} * kWorkgroup;
+  const int64_t per_invocation = (produced + step - 1) / step;
+  int64_t level = 1, total = 1;
+  for (int k = 0; k < 3; ++k) {
+    level = std::min<int64_t>(level * std::max<int64_t>(extent[k], 1), int64_t{1} << 40);
+    total += level;
+  }
+  if (per_invocation * total > budget)
+    invalid(kWhere, "pooling windows of " + std::to_string(level) +
+                        " elements exceed the device's loop-iteration limit (max_loop_iterations " +
+                        std::to_string(stream.device().caps().max_loop_iterations) + ")");
+}
+
 // MaxUnpool and FractionalMax: their own push layout.
 void unpool_or_fractional(Stream& stream, const Pool& p) {
   const bool unpool = p.op == PoolOp::MaxUnpool;
@@ -124,6 +142,8 @@ void unpool_or_fractional(Stream& stream, const Pool& p) {
     if (p.batch * p.channels * p.sample_dims > kMaxIndex)
       invalid(kWhere, "samples: more elements than the kernel's 32-bit index range");
   }
+
+  if (!unpool) check_window_loops(stream, produced, p.kernel.data());
 
   const std::string name = std::string("pool.") + op_name(p.op) + "." + kind_name;
   const ShaderBinary* shader = find_shader(name);
@@ -214,6 +234,18 @@ void pool(Stream& stream, const Pool& p) {
   }
   if (p.divisor_override > kMaxIndex || p.divisor_override < -kMaxIndex)
     invalid(kWhere, "divisor_override exceeds int32");
+
+  // An invocation walks its window (forward) or the outputs covering its element (backward)
+  // in nested loops. Not split: windows past a device's loop limit (loop_budget) raise.
+  int64_t extent[3];
+  for (int k = 0; k < 3; ++k) {
+    if (adaptive)
+      extent[k] = backward ? (p.out_size[k] + p.in_size[k] - 1) / p.in_size[k] + 1
+                           : (p.in_size[k] + p.out_size[k] - 1) / p.out_size[k] + 1;
+    else
+      extent[k] = backward ? (p.kernel[k] - 1) * p.dilation[k] / p.stride[k] + 2 : p.kernel[k];
+  }
+  check_window_loops(stream, produced, extent);
 
   const std::string name = std::string("pool.") + op_name(p.op) + "." + kind_name;
   const ShaderBinary* shader = find_shader(name);
