@@ -308,7 +308,16 @@ void multilabel_margin_loss_backward(Stream& stream, const MarginLoss& p, double
   if (per_row_grad) push.mode |= 4;
   set_params(push, 1, scale);
   push.numel = static_cast<int32_t>(p.rows * p.classes);  // element-parallel: one item per gradient
-  dispatch(stream, variant("multilabel_margin_backward", f64), p.rows * p.classes, push);
+  // An element of a target class walks the row's targets and then all of its classes. Not
+  // split: where that walk alone is past the device's loop limit (loop_budget) every row with
+  // a target would be truncated, so it raises (longer target lists are not caught: data).
+  const int64_t elements = p.rows * p.classes;
+  const int64_t step = int64_t{group_count(stream, elements, kWorkgroup)} * kWorkgroup;
+  if ((elements + step - 1) / step * (p.classes + 2) > loop_budget(stream))
+    invalid(kWhere, "multilabel_margin_loss: " + std::to_string(p.classes) +
+                        " classes exceed the device's loop-iteration limit in the backward "
+                        "(max_loop_iterations)");
+  dispatch(stream, variant("multilabel_margin_backward", f64), elements, push);
 }
 
 // ---------------------------------------------------------------- CTC loss
