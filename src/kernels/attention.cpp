@@ -242,13 +242,20 @@ void attention_forward(Stream& stream, const AttentionForward& p) {
   a.k_sb = narrow(p.k_strides.batch), a.k_sh = narrow(p.k_strides.head), a.k_sl = narrow(p.k_strides.row);
   a.v_sb = narrow(p.v_strides.batch), a.v_sh = narrow(p.v_strides.head), a.v_sl = narrow(p.v_strides.row);
   a.o_sb = narrow(p.out_strides.batch), a.o_sh = narrow(p.out_strides.head), a.o_sl = narrow(p.out_strides.row);
-  if (attention_algorithm(stream) == AttentionTuning::Algo::Rows) {
+  const int64_t tiles = (p.L + kRowsPerGroup - 1) / kRowsPerGroup;
+  const int dmax = std::max(p.E, p.Ev) <= 64 ? 64 : 128;
+  // Tiled runs every key tile in one invocation: per tile the k / v loads (16 * dmax elements
+  // each over the 64 invocations), the barriers (one iteration each on lavapipe) and a few
+  // more (measured: E = 128 truncates past ~15k keys there). Where that is past the device's
+  // loop limit (loop_budget), the Rows algorithm, which splits the keys, runs instead.
+  const int64_t key_tiles = (p.S + kRowsPerGroup - 1) / kRowsPerGroup;
+  const bool tiled_fits = key_tiles * (2 * ((16 * dmax + kWorkgroup - 1) / kWorkgroup) + 8) <=
+                          loop_budget(stream);
+  if (attention_algorithm(stream) == AttentionTuning::Algo::Rows || !tiled_fits) {
     record_rows(stream, p, a);
     return;
   }
 
-  const int64_t tiles = (p.L + kRowsPerGroup - 1) / kRowsPerGroup;
-  const int dmax = std::max(p.E, p.Ev) <= 64 ? 64 : 128;
   const uint32_t shared_bytes = (2 * 16 * dmax + 16 * 4 * 16) * 4;
   if (stream.device().caps().max_shared_memory_size < shared_bytes)
     invalid(kWhere, "the device has too little shared memory (" + std::to_string(shared_bytes) +
