@@ -4,6 +4,7 @@ DeviceCapabilities::max_loop_iterations). Their launchers split the work (more d
 carried state, or another strategy) where the device has a limit:
 
   attention (Rows)        key chunks per block of query rows, the online-softmax state carried
+                          (Tiled, when asked for, gives way to Rows past the limit)
   reductions              Thread -> Workgroup -> Split, shorter split chunks
   softmax / norm          Thread -> Workgroup
   ctc_loss                time steps in chunks (alpha forward, beta backward)
@@ -44,6 +45,18 @@ def test_attention_many_keys():
     q = make((1, 2, 3, 16), torch.float32, low=-1, high=1, seed=1)
     k = make((1, 2, 70000, 16), torch.float32, low=-1, high=1, seed=2)
     v = make((1, 2, 70000, 16), torch.float32, low=-1, high=1, seed=3)
+    ref = F.scaled_dot_product_attention(q, k, v)
+    out = F.scaled_dot_product_attention(q.to("vk"), k.to("vk"), v.to("vk"))
+    _close(out, ref, atol=1e-5, rtol=1e-4)
+
+
+def test_attention_tiled_many_keys(monkeypatch):
+    """Tiled asked for (TORCH_VK_ATTENTION_ALGO, read at every launch): its key loop would pass
+    a device's loop limit here (E = 128: ~15k keys on lavapipe), so Rows runs instead."""
+    monkeypatch.setenv("TORCH_VK_ATTENTION_ALGO", "tiled")
+    q = make((1, 1, 16, 128), torch.float32, low=-1, high=1, seed=1)
+    k = make((1, 1, 20000, 128), torch.float32, low=-1, high=1, seed=2)
+    v = make((1, 1, 20000, 128), torch.float32, low=-1, high=1, seed=3)
     ref = F.scaled_dot_product_attention(q, k, v)
     out = F.scaled_dot_product_attention(q.to("vk"), k.to("vk"), v.to("vk"))
     _close(out, ref, atol=1e-5, rtol=1e-4)
