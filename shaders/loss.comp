@@ -271,27 +271,54 @@ void multi_margin_row(uint n) {
 #endif
 
 #if OP == 14
+// Split (devices with a loop limit): with geometry = j_begin | j_end << 32 != 0 a pass walks
+// only the target positions [j_begin, j_end). addr[4] holds T s [N, C] (each element's hinge
+// sum so far), addr[5] this pass's int32 [N] row flags (1: the target list ended before
+// j_begin; written for the next pass at addr[5] + 4 N); is_target accumulates in its output.
+// Passes before the last store no loss.
 void multilabel_margin_row(uint n) {
   int C = pc.aux0;
   int row = int(n) * C;
+  const bool split = pc.geometry != 0ul;
+  const int j_begin = split ? int(uint(pc.geometry & 0xfffffffful)) : 0;
+  const int j_end = split ? min(C, int(uint(pc.geometry >> 32))) : C;
+  const bool last_pass = j_end >= C;
+  const int acc_dt = KIND == KIND_FLOAT64 ? DT_FLOAT64 : DT_FLOAT32;
+  const bool ended_before = split && j_begin > 0 && RefI32(tvk_elem_addr(pc.addr[5], int(n), 2)).v != 0;
+  bool ended_here = false;
   T acc = T(0);
   for (int i = int(gl_LocalInvocationID.x); i < C; i += ROW_WG) {
     int64_t own = target_at(row + i);  // every entry is range-checked, as on the CPU
-    if (!index_in(own, -1l, int64_t(C)))
+    if (!index_in(own, -1l, int64_t(C)) && j_begin == 0)
       tvk_report_index_error(uint64_t(pc.pi), TVK_ERR_MULTILABEL_MARGIN_TARGET_OUT_OF_RANGE, own, int64_t(C));
     T xi = ld(1, row + i);
     bool is_target = false;
     T s = T(0);
-    for (int j = 0; j < C; ++j) {
+    if (split && j_begin > 0) {
+      is_target = ld(3, row + i) != T(0);
+      s = LOAD_T(pc.addr[4], acc_dt, row + i);
+    }
+    for (int j = ended_before ? j_end : j_begin; j < j_end; ++j) {
       int64_t t = target_at(row + j);
-      if (t < 0l) break;
+      if (t < 0l) {
+        ended_here = true;
+        break;
+      }
       if (!index_in(t, 0l, int64_t(C))) continue;  // reported by its own invocation
       if (int(t) == i) is_target = true;
       T z = T(1) - ld(1, row + int(t)) + xi;
       if (z > T(0)) s += z;
     }
     STORE_T(pc.addr[3], pc.dtype[3], row + i, is_target ? T(1) : T(0));
+    if (split && !last_pass) STORE_T(pc.addr[4], acc_dt, row + i, s);
     if (!is_target) acc += s;
+  }
+  if (split && !last_pass) {
+    // Every invocation that walked the list saw the same end; those with no i (C < ROW_WG)
+    // walked nothing, so invocation 0 (which has i = 0) decides.
+    if (gl_LocalInvocationID.x == 0)
+      RefI32(tvk_elem_addr(pc.addr[5], pc.numel + int(n), 2)).v = (ended_before || ended_here) ? 1 : 0;
+    return;
   }
   T total = workgroup_sum(acc);
   if (gl_LocalInvocationID.x == 0) STORE_T(pc.addr[0], pc.dtype[0], int(n), total / T(C));

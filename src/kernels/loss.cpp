@@ -1,10 +1,12 @@
 // Launcher of the loss family (shaders/loss.comp).
 #include "kernels/loss.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "kernels/launch.h"
+#include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/pipeline.h"
 #include "runtime/stream.h"
@@ -288,7 +290,42 @@ void multilabel_margin_loss_forward(Stream& stream, const MarginLoss& p, Operand
   push.addr[3] = is_target.address;
   push.dtype[3] = static_cast<int32_t>(is_target.dtype);
   set_params(push, 1, 1);
-  dispatch(stream, variant("multilabel_margin", f64), p.rows, push, 1);
+  // Per row a workgroup owns, each invocation walks up to C targets for each of its
+  // ceil(C / 256) classes, then the tree (barriers count: measured). Under a device loop limit
+  // (loop_budget) the target positions are split into passes (see the shader).
+  const int64_t groups = group_count(stream, p.rows, 1);
+  const int64_t rows_per_group = (p.rows + groups - 1) / groups;
+  const int64_t columns = (p.classes + kWorkgroup - 1) / kWorkgroup;
+  const int64_t budget = loop_budget(stream);
+  if (rows_per_group * (20 + columns * (1 + p.classes)) <= budget) {
+    dispatch(stream, variant("multilabel_margin", f64), p.rows, push, 1);
+    return;
+  }
+  const int64_t range = (budget / rows_per_group - 20) / columns - 1;
+  if (range < 1)
+    invalid(kWhere, "multilabel_margin_loss: " + std::to_string(p.classes) +
+                        " classes exceed the device's loop-iteration limit (max_loop_iterations)");
+  const int64_t passes = (p.classes + range - 1) / range;
+  Allocator& allocator = stream.device().allocator();
+  const uint64_t sums_bytes = static_cast<uint64_t>(p.rows * p.classes) * (f64 ? 8 : 4);
+  const uint64_t flag_slot = static_cast<uint64_t>(p.rows) * 4;
+  const uint64_t scratch = allocator.allocate(sums_bytes + flag_slot * (passes + 1) + 8, stream.id());
+  const uint64_t flags = (scratch + sums_bytes + 7) & ~uint64_t{7};
+  try {
+    for (int64_t c = 0; c < passes; ++c) {
+      LossPush pass = push;
+      pass.addr[4] = scratch;
+      pass.addr[5] = flags + flag_slot * static_cast<uint64_t>(c);
+      const uint64_t j0 = static_cast<uint64_t>(c * range);
+      const uint64_t j1 = static_cast<uint64_t>(std::min(p.classes, (c + 1) * range));
+      pass.geometry = j0 | (j1 << 32);
+      dispatch(stream, variant("multilabel_margin", f64), p.rows, pass, 1);
+    }
+  } catch (...) {
+    allocator.free(scratch);
+    throw;
+  }
+  allocator.free(scratch);  // stream order: later reuse is ordered after these dispatches
 }
 
 void multilabel_margin_loss_backward(Stream& stream, const MarginLoss& p, double scale, bool per_row_grad,
