@@ -8,6 +8,7 @@ carried state, or another strategy) where the device has a limit:
   reductions              Thread -> Workgroup -> Split, shorter split chunks
   softmax / norm          Thread -> Workgroup
   ctc_loss                time steps in chunks (alpha forward, beta backward)
+  multilabel_margin fwd   target positions in passes (hinge sums, is_target, list end carried)
   lu / cholesky / trsm / ldl_factor   elimination steps in ranges (ldl: resume step carried)
   qr / eigh / svd         fewer QR columns / reflectors / Jacobi steps per dispatch
   embedding_bag forward   index positions in passes, the per-column state carried
@@ -174,6 +175,23 @@ def test_pool_long_windows():
     xg = x.to("vk").requires_grad_()
     F.max_pool2d(xg, (1, 70000)).sum().backward()
     _close(xg.grad, xc.grad)
+
+
+def test_multilabel_margin_dense_targets():
+    C = 4200
+    x = make((3, C), torch.float32, seed=22)
+    t = torch.full((3, C), -1, dtype=torch.long)
+    t[0] = torch.randperm(C, generator=torch.Generator().manual_seed(23))  # every class a target
+    t[1, :3000] = torch.arange(3000)
+    t[2, :5] = torch.tensor([7, 7, 100, 4199, 0])
+    xc = x.clone().requires_grad_()
+    ref = F.multilabel_margin_loss(xc, t, reduction="none")
+    xv = x.to("vk").requires_grad_()
+    out = F.multilabel_margin_loss(xv, t.to("vk"), reduction="none")
+    _close(out, ref.detach(), atol=1e-4, rtol=1e-4)
+    gr = make((3,), torch.float32, seed=24)
+    _close(torch.autograd.grad(out, xv, gr.to("vk"))[0], torch.autograd.grad(ref, xc, gr)[0],
+           atol=1e-6, rtol=1e-4)
 
 
 def test_segment_reduce_long_segment():
@@ -470,6 +488,15 @@ try:
     raise AssertionError("no error")
 except RuntimeError as e:
     assert "loop-iteration limit" in str(e), e
+
+# multilabel_margin_loss forward: target passes (lists ending in the first, a later or no pass)
+xl = make((4, 300), torch.float32, seed=46)
+tl_ = torch.full((4, 300), -1, dtype=torch.long)
+tl_[0] = torch.randperm(300, generator=g)
+tl_[1, :250] = torch.randint(0, 300, (250,), generator=g)
+tl_[2, :3] = torch.tensor([1, 2, 299])
+close(F.multilabel_margin_loss(xl.to("vk"), tl_.to("vk"), reduction="none"),
+      F.multilabel_margin_loss(xl, tl_, reduction="none"), atol=1e-4, rtol=1e-5)
 
 # mode: row ranges
 def last_occurrence(x, vals, dim):
