@@ -22,6 +22,12 @@
 // and the head-dim loops have constant bounds; -1 / 0: read from Params); rows that the
 // launcher found 4-element aligned load and store 4 elements at a time
 // (SPEC_VEC). The flags are read at run time (uniform branches).
+// Split (devices with a loop limit, DeviceCapabilities::max_loop_iterations: lavapipe ends
+// every loop of an invocation after 65535 iterations in total): a dispatch may cover only
+// the rows [row_begin, row_end) and the keys [j_begin, j_end). With `state` != 0 the
+// running (m, l, acc) of row r live at state + (r - row_begin) * (C4 + 1) vec4s (v[0] =
+// (m, l, 0, 0), v[1 + c] = acc[c]): read when j_begin > 0, written instead of the output
+// when j_end < S; the launcher records the key chunks of a row block in order on one stream.
 //
 // Variant PROBS (the backward's recomputation): scores [b, h, i, j] (float32, contiguous,
 // q . k^T from a GEMM) are turned in place into the probabilities
@@ -78,7 +84,10 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Par
   int dtype, mask_dtype, flags;            // 136 (flags: 1 causal, 2 mask)
   float scale;                             // 148
   int batch;                               // 152
-};                                         // 156 bytes (160 with padding)
+  int pad_;                                // 156
+  uint64_t state;                          // 160 ROWS split state (0: none)
+  int row_begin, row_end, j_begin, j_end;  // 168 ROWS: rows and keys of this dispatch
+};                                         // 184 bytes
 
 layout(push_constant) uniform Push { uint64_t params; } pc;
 
@@ -120,6 +129,7 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Re
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer RefUVec2 { uvec2 v; };
 layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer RefVec4Out { vec4 v; };
 layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer RefUVec2Out { uvec2 v; };
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer RowState { vec4 v[]; };
 
 // Stores elements 4c .. 4c+3 of the row starting at element `row` (the launcher checked the
 // alignment as for load_row4).
@@ -169,9 +179,10 @@ void main() {
   const bool vec_out = (SPEC_VEC & 4) != 0;
   const bool causal = (P.flags & 1) != 0, has_mask = (P.flags & 2) != 0;
   const int L = P.L, S = P.S;
-  const uint rows = uint(P.batch) * uint(P.heads) * uint(L);
+  const uint rows = uint(P.row_end);
   const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-  for (uint r = gl_GlobalInvocationID.x; r < rows; r += step) {
+  const bool split = P.state != 0ul;
+  for (uint r = uint(P.row_begin) + gl_GlobalInvocationID.x; r < rows; r += step) {
     const int i = int(r % uint(L));
     const int bh = int(r / uint(L));
     const int b = bh / P.heads, h = bh % P.heads, hk = h / P.group;
@@ -185,11 +196,19 @@ void main() {
       acc[c] = vec4(0.0);
     }
     float m = NEG_INF, l = 0.0;
+    RowState st = RowState(P.state);
+    const int st_base = int(r - uint(P.row_begin)) * (C4 + 1);
+    if (split && P.j_begin > 0) {
+      const vec4 ml = st.v[st_base];
+      m = ml.x;
+      l = ml.y;
+      [[unroll]] for (int c = 0; c < C4; ++c) acc[c] = st.v[st_base + 1 + c];
+    }
     const int k_base = b * P.k_sb + hk * P.k_sh;
     const int v_base = b * P.v_sb + hk * P.v_sh;
     const int m_base = b * P.m_sb + h * P.m_sh + i * P.m_sl;
-    const int kv_end = causal ? min(S, i + 1) : S;
-    for (int j = 0; j < kv_end; ++j) {
+    const int kv_end = min(causal ? min(S, i + 1) : S, P.j_end);
+    for (int j = P.j_begin; j < kv_end; ++j) {
       float bias = 0.0;
       if (has_mask) {
         if (mdt == DT_BOOL) {
@@ -217,6 +236,11 @@ void main() {
       const int vj = v_base + j * P.v_sl;
       [[unroll]] for (int c = 0; c < C4; ++c)
         if (4 * c < Ev) acc[c] += p * load_row4(P.v, dt, vj, c, Ev, vec_v);
+    }
+    if (split && P.j_end < S) {  // more key chunks follow
+      st.v[st_base] = vec4(m, l, 0.0, 0.0);
+      [[unroll]] for (int c = 0; c < C4; ++c) st.v[st_base + 1 + c] = acc[c];
+      continue;
     }
     const float inv = l > 0.0 ? 1.0 / l : 0.0;
     const int o_base = b * P.o_sb + h * P.o_sh + i * P.o_sl;

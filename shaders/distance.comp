@@ -16,6 +16,11 @@
 // and grad / dist [N (N - 1) / 2] (pdist, r1 = r2 = N, batch = 1).
 // A tiled variant (rows of x1 / x2 staged in shared memory) would cut global reads on large
 // problems; this one reads each row pair once per output and stays portable.
+// Split (devices with a loop limit, DeviceCapabilities::max_loop_iterations): every output
+// walks one dim serially (M for cdist / pdist, r2 for cdist_backward, N for pdist_backward).
+// With state != 0 a pass walks only [l_begin, l_end) of it, the running accumulator of output
+// e at element e of `state` (the accumulator type): read when l_begin > 0, written instead of
+// the output when l_end is short of the dim; the launcher records the passes in order.
 #extension GL_GOOGLE_include_directive : require
 
 #ifndef KIND
@@ -48,7 +53,10 @@ layout(push_constant) uniform Push {
   int r2;            // 68
   int m;             // 72
   int dtype;         // 76: the dtype of every operand
-} pc;                // 80 bytes
+  uint64_t state;    // 80: split state (0: one pass), see below
+  int l_begin;       // 88: split: this pass's range of the walked dim
+  int l_end;         // 92
+} pc;                // 96 bytes
 
 #if KIND == KIND_FLOAT64
 #define PNORM pc.pd
@@ -111,8 +119,32 @@ int pair_index(int i, int j, int n) {
 }
 #endif
 
+#if KIND == KIND_FLOAT64
+#define ACC_DT DT_FLOAT64
+#else
+#define ACC_DT DT_FLOAT32
+#endif
+
+// The range of the walked dim of length n this pass covers, and the carried accumulator.
+void pass_range(uint e, int n, out int first, out int last, inout T acc) {
+  first = 0;
+  last = n;
+  if (pc.state == 0ul) return;
+  first = pc.l_begin;
+  last = min(n, pc.l_end);
+  if (first > 0) acc = LOAD_T(pc.state, ACC_DT, int(e));
+}
+
+// Stores the carried accumulator when more passes follow (then true).
+bool pass_more(uint e, int n, T acc) {
+  if (pc.state == 0ul || pc.l_end >= n) return false;
+  STORE_T(pc.state, ACC_DT, int(e), acc);
+  return true;
+}
+
 void item(uint e) {
   int M = pc.m;
+  int first, last;
 #if OP == 0
   uint r2 = uint(pc.r2), r1 = uint(pc.r1);
   uint j = e % r2;
@@ -121,7 +153,9 @@ void item(uint e) {
   int row1 = int(bi) * M;
   int row2 = int(b * r2 + j) * M;
   T acc = T(0);
-  for (int k = 0; k < M; ++k) acc = dist_accumulate(acc, ld(1, row1 + k) - ld(2, row2 + k));
+  pass_range(e, M, first, last, acc);
+  for (int k = first; k < last; ++k) acc = dist_accumulate(acc, ld(1, row1 + k) - ld(2, row2 + k));
+  if (pass_more(e, M, acc)) return;
   STORE_T(pc.addr[0], pc.dtype, int(e), dist_finish(acc));
 #elif OP == 1
   uint k = e % uint(M);
@@ -131,8 +165,10 @@ void item(uint e) {
   T acc = T(0);
   int g0 = int(bi) * pc.r2;
   int x2_0 = int(b) * pc.r2 * M + int(k);
-  for (int j = 0; j < pc.r2; ++j)
+  pass_range(e, pc.r2, first, last, acc);
+  for (int j = first; j < last; ++j)
     acc += dist_grad(xi - ld(2, x2_0 + j * M), ld(3, g0 + j), ld(4, g0 + j));
+  if (pass_more(e, pc.r2, acc)) return;
   STORE_T(pc.addr[0], pc.dtype, int(e), acc);
 #elif OP == 2
   // Row i of pair q: the largest i with start(i) = i N - i (i + 1) / 2 <= q, from the
@@ -145,7 +181,9 @@ void item(uint e) {
   int64_t j = q - (i * n - i * (i + 1l) / 2l) + i + 1l;
   int row1 = int(i) * M, row2 = int(j) * M;
   T acc = T(0);
-  for (int k = 0; k < M; ++k) acc = dist_accumulate(acc, ld(1, row1 + k) - ld(1, row2 + k));
+  pass_range(e, M, first, last, acc);
+  for (int k = first; k < last; ++k) acc = dist_accumulate(acc, ld(1, row1 + k) - ld(1, row2 + k));
+  if (pass_more(e, M, acc)) return;
   STORE_T(pc.addr[0], pc.dtype, int(e), dist_finish(acc));
 #elif OP == 3
   int n = pc.r1;
@@ -153,11 +191,13 @@ void item(uint e) {
   int k = int(e % uint(M));
   T xi = ld(1, int(e));
   T acc = T(0);
-  for (int j = 0; j < n; ++j) {
+  pass_range(e, n, first, last, acc);
+  for (int j = first; j < last; ++j) {
     if (j == i) continue;
     int q = i < j ? pair_index(i, j, n) : pair_index(j, i, n);
     acc += dist_grad(xi - ld(1, j * M + k), ld(3, q), ld(4, q));
   }
+  if (pass_more(e, n, acc)) return;
   STORE_T(pc.addr[0], pc.dtype, int(e), acc);
 #endif
 }

@@ -33,6 +33,13 @@
 // the rank-1 / rank-2 updates over a workgroup as getrf does). OP 6: one invocation per
 // column of B (the columns are independent; each reads the whole factorization).
 //
+// Step ranges (devices with a loop limit, DeviceCapabilities::max_loop_iterations: lavapipe
+// ends every loop of an invocation after 65535 iterations in total): getrf, potrf, trsm and
+// sytf2 may run only the elimination steps [k, step_end) of each matrix (k = pc.k; step_end 0:
+// all of them, in one dispatch), the launcher recording the ranges in order. The matrix
+// carries the state; a later range reads back info (getrf, potrf: a failed potrf stops)
+// and, for sytf2, the step to resume at from b_addr (int32 per matrix; a 2x2 pivot block may
+// end one step past step_end).
 // Built per (op, kind) by tools/build_shaders.py (linalg.variants.toml).
 // ABI (mirrored by LinalgPush in src/kernels/linalg.cpp):
 //   Specialization constant 0 = local_size_x (a power of two <= 256).
@@ -83,7 +90,7 @@ layout(push_constant) uniform Push {
   int k;               // 48: pivots per matrix (laswp, perm)
   int a_stride;        // 52: trsm: elements between the A of consecutive batch entries
   int flags;           // 56
-  int pad;             // 60
+  int step_end;        // 60: getrf / potrf / trsm / sytf2: end of this dispatch's steps (0: all)
 } pc;                  // 64 bytes
 
 #if KIND == KIND_FLOAT64
@@ -114,8 +121,10 @@ void main() {
   for (int b = int(gl_WorkGroupID.x); b < pc.batch; b += int(gl_NumWorkGroups.x)) {
     Mat A = matrix_at(pc.a_addr, b, m * n);
     Ints piv = Ints(pc.piv_addr + uint64_t(b) * uint64_t(kmax) * 4ul);
-    int info = 0;
-    for (int k = 0; k < kmax; ++k) {
+    int info = pc.k > 0 ? Ints(pc.info_addr).v[b] : 0;
+    barrier();  // read by all before invocation 0 rewrites it
+    const int k_end = pc.step_end > 0 ? min(pc.step_end, kmax) : kmax;
+    for (int k = pc.k; k < k_end; ++k) {
       // Pivot: the first row of the largest |a(r, k)|, r >= k (LAPACK's i*amax). Each
       // invocation scans rows in increasing order keeping the first maximum; the tree keeps
       // the larger value, the smaller row on ties. -1 / m mark "no row" (NaN compares false).
@@ -184,8 +193,10 @@ void main() {
   const int n = pc.n;
   for (int b = int(gl_WorkGroupID.x); b < pc.batch; b += int(gl_NumWorkGroups.x)) {
     Mat A = matrix_at(pc.a_addr, b, n * n);
-    int info = 0;
-    for (int k = 0; k < n; ++k) {
+    int info = pc.k > 0 ? Ints(pc.info_addr).v[b] : 0;
+    barrier();  // read by all before invocation 0 rewrites it
+    const int k_end = info != 0 ? 0 : (pc.step_end > 0 ? min(pc.step_end, n) : n);
+    for (int k = pc.k; k < k_end; ++k) {
       const T d = A.v[k * n + k];  // a(k, k) minus the updates of the previous steps
       barrier();                   // read by all before invocation 0 overwrites it
       if (!(d > T(0))) {           // not positive definite (or NaN): stop like *potf2
@@ -225,7 +236,8 @@ void main() {
   for (int b = int(gl_WorkGroupID.x); b < pc.batch; b += int(gl_NumWorkGroups.x)) {
     Mat A = matrix_at(pc.a_addr, b, pc.a_stride);
     Mat B = matrix_at(pc.b_addr, b, n * nrhs);
-    for (int step = 0; step < n; ++step) {
+    const int step_end = pc.step_end > 0 ? min(pc.step_end, n) : n;
+    for (int step = pc.k; step < step_end; ++step) {
       const int i = forward ? step : n - 1 - step;
       // x(i, :) = b(i, :) / op(A)(i, i)
       if (!unit) {
@@ -307,9 +319,11 @@ void main() {
        b += int(gl_NumWorkGroups.x * gl_WorkGroupSize.x)) {
     Mat A = matrix_at(pc.a_addr, b, n * n);
     Ints piv = Ints(pc.piv_addr + uint64_t(b) * uint64_t(n) * 4ul);
-    int info = 0;
-    int k = 0;
-    while (k < n) {
+    Ints resume = Ints(pc.b_addr);
+    int info = pc.k > 0 ? Ints(pc.info_addr).v[b] : 0;
+    int k = pc.k > 0 ? resume.v[b] : 0;
+    const int k_end = pc.step_end > 0 ? min(pc.step_end, n) : n;
+    while (k < k_end) {
       int kstep = 1;
       int kp = k;
       const T absakk = abs(A.v[k * n + k]);
@@ -381,6 +395,7 @@ void main() {
       }
       k += kstep;
     }
+    if (pc.step_end > 0) resume.v[b] = k;
     Ints(pc.info_addr).v[b] = info;
   }
 }

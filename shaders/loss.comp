@@ -271,27 +271,54 @@ void multi_margin_row(uint n) {
 #endif
 
 #if OP == 14
+// Split (devices with a loop limit): with geometry = j_begin | j_end << 32 != 0 a pass walks
+// only the target positions [j_begin, j_end). addr[4] holds T s [N, C] (each element's hinge
+// sum so far), addr[5] this pass's int32 [N] row flags (1: the target list ended before
+// j_begin; written for the next pass at addr[5] + 4 N); is_target accumulates in its output.
+// Passes before the last store no loss.
 void multilabel_margin_row(uint n) {
   int C = pc.aux0;
   int row = int(n) * C;
+  const bool split = pc.geometry != 0ul;
+  const int j_begin = split ? int(uint(pc.geometry & 0xfffffffful)) : 0;
+  const int j_end = split ? min(C, int(uint(pc.geometry >> 32))) : C;
+  const bool last_pass = j_end >= C;
+  const int acc_dt = KIND == KIND_FLOAT64 ? DT_FLOAT64 : DT_FLOAT32;
+  const bool ended_before = split && j_begin > 0 && RefI32(tvk_elem_addr(pc.addr[5], int(n), 2)).v != 0;
+  bool ended_here = false;
   T acc = T(0);
   for (int i = int(gl_LocalInvocationID.x); i < C; i += ROW_WG) {
     int64_t own = target_at(row + i);  // every entry is range-checked, as on the CPU
-    if (!index_in(own, -1l, int64_t(C)))
+    if (!index_in(own, -1l, int64_t(C)) && j_begin == 0)
       tvk_report_index_error(uint64_t(pc.pi), TVK_ERR_MULTILABEL_MARGIN_TARGET_OUT_OF_RANGE, own, int64_t(C));
     T xi = ld(1, row + i);
     bool is_target = false;
     T s = T(0);
-    for (int j = 0; j < C; ++j) {
+    if (split && j_begin > 0) {
+      is_target = ld(3, row + i) != T(0);
+      s = LOAD_T(pc.addr[4], acc_dt, row + i);
+    }
+    for (int j = ended_before ? j_end : j_begin; j < j_end; ++j) {
       int64_t t = target_at(row + j);
-      if (t < 0l) break;
+      if (t < 0l) {
+        ended_here = true;
+        break;
+      }
       if (!index_in(t, 0l, int64_t(C))) continue;  // reported by its own invocation
       if (int(t) == i) is_target = true;
       T z = T(1) - ld(1, row + int(t)) + xi;
       if (z > T(0)) s += z;
     }
     STORE_T(pc.addr[3], pc.dtype[3], row + i, is_target ? T(1) : T(0));
+    if (split && !last_pass) STORE_T(pc.addr[4], acc_dt, row + i, s);
     if (!is_target) acc += s;
+  }
+  if (split && !last_pass) {
+    // Every invocation that walked the list saw the same end; those with no i (C < ROW_WG)
+    // walked nothing, so invocation 0 (which has i = 0) decides.
+    if (gl_LocalInvocationID.x == 0)
+      RefI32(tvk_elem_addr(pc.addr[5], pc.numel + int(n), 2)).v = (ended_before || ended_here) ? 1 : 0;
+    return;
   }
   T total = workgroup_sum(acc);
   if (gl_LocalInvocationID.x == 0) STORE_T(pc.addr[0], pc.dtype[0], int(n), total / T(C));
@@ -343,6 +370,10 @@ void multilabel_margin_backward_element(uint e) {
 //   ctc_beta:  addr[0] = log_beta [N, T, S].
 //   ctc_grad:  addr[0] = grad [T, N, C], addr[4] = [log_alpha; log_beta] [2, N, T, S],
 //              addr[5] = [nll; grad_output] [2, N].
+// ctc_alpha / ctc_beta cover the time steps [t_begin, t_end) with geometry = t_begin |
+// t_end << 32 (0: all of them): under a device loop limit the launcher splits the time loop
+// over dispatches (alpha: ascending chunks, nll written by the last one; beta: descending),
+// each chunk's first step reading the row the previous dispatch wrote.
 // Entries outside each sample's lengths are -inf (log_alpha / log_beta) or 0 (grad). Labels
 // outside [0, C) have probability 0 (never read). The recursions read the previous row written
 // by other invocations of the workgroup: the rows are accessed through a coherent reference and
@@ -387,8 +418,13 @@ void ctc_recursion(int b) {
   CtcRows rows = CtcRows(pc.addr[0]);
   int base = b * Tm * S;
   int lid = int(gl_LocalInvocationID.x);
+  int t_begin = 0, t_end = Tm;
+  if (pc.geometry != 0ul) {
+    t_begin = int(uint(pc.geometry & 0xfffffffful));
+    t_end = int(uint(pc.geometry >> 32));
+  }
 #if OP == 16
-  for (int t = 0; t < Tm; ++t) {
+  for (int t = t_begin; t < t_end; ++t) {
     for (int s = lid; s < S; s += CTC_WG) {
       T v = NEG_INF;
       if (t < input_length && s < Sb) {
@@ -408,7 +444,7 @@ void ctc_recursion(int b) {
     memoryBarrierBuffer();
     barrier();
   }
-  if (lid == 0) {
+  if (lid == 0 && t_end == Tm) {
     T nll;
     if (input_length == 0) {
       nll = target_length == 0 ? T(0) : -NEG_INF;
@@ -422,7 +458,7 @@ void ctc_recursion(int b) {
   }
   barrier();
 #else
-  for (int t = Tm - 1; t >= 0; --t) {
+  for (int t = t_end - 1; t >= t_begin; --t) {
     for (int s = lid; s < S; s += CTC_WG) {
       T v = NEG_INF;
       if (t < input_length && s < Sb) {

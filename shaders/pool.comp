@@ -101,7 +101,19 @@ layout(push_constant) uniform Push {
   int flags;          // 108
   int in_dtype;       // 112
   int out_dtype;      // 116
-} pc;                 // 120 bytes
+  uint64_t split;     // 120: forward split: PoolSplit address (0: one pass), see below
+} pc;                 // 128 bytes
+
+// Forward split (OP 0-3 on devices with a loop limit, DeviceCapabilities::max_loop_iterations):
+// a pass walks only the flattened window positions [begin, end) of every output (position
+// (a * eh + b) * ew + c = element lo + (a, b, c) * step of its window, e* its extents). The
+// running max (value at `state` element q, int32 index after `outputs` of them, 8-byte
+// aligned) or sum is read when begin > 0 and written instead of the outputs when end < last
+// (the largest window); the launcher records the passes in order.
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer PoolSplit {
+  uint64_t state;
+  int begin, end, last, outputs;
+};
 #endif
 
 int g_in_dt, g_out_dt;
@@ -235,6 +247,76 @@ void fractional(int q) {
 }
 #elif !BACKWARD
 // ---------------------------------------------------------------- forward
+#if KIND == KIND_FLOAT64
+#define STATE_DT DT_FLOAT64
+#elif KIND == KIND_FLOAT32
+#define STATE_DT DT_FLOAT32
+#else
+#define STATE_DT DT_INT64
+#endif
+
+// One pass of the split forward (see PoolSplit) over output q's window [lo, hi) step `step`.
+void forward_pass(int q, int n, int c, ivec3 lo, ivec3 hi, ivec3 step, ivec3 isz
+#if OP == 1
+                  , int pool_size
+#endif
+) {
+  PoolSplit sp = PoolSplit(pc.split);
+  const ivec3 ext = max((hi - lo + step - 1) / step, ivec3(0));
+  const int total = ext.x * ext.y * ext.z;
+  const int first = sp.begin, last = min(sp.end, total);
+  const uint64_t idx_state = (sp.state + uint64_t(sp.outputs) * 8ul + 7ul) & ~7ul;
+#if IS_MAX
+  T best = T(T_LOWEST);
+  int best_index = (lo.x * isz.y + lo.y) * isz.z + lo.z;
+  if (sp.begin > 0) {
+    best = LOAD_T(sp.state, STATE_DT, q);
+    best_index = RefI32(tvk_elem_addr(idx_state, q, 2)).v;
+  }
+#else
+  T sum = sp.begin > 0 ? LOAD_T(sp.state, STATE_DT, q) : T(0);
+#endif
+  for (int p = first; p < last; ++p) {
+    const int w = lo.z + (p % ext.z) * step.z;
+    const int t = p / ext.z;
+    const ivec3 at = ivec3(lo.x + (t / ext.y) * step.x, lo.y + (t % ext.y) * step.y, w);
+    T v = LOAD_T(pc.in_addr, g_in_dt, offset_of(n, c, at, isz));
+#if IS_MAX
+    if (v > best || t_isnan(v)) {
+      best = v;
+      best_index = (at.x * isz.y + at.y) * isz.z + at.z;
+    }
+#else
+    sum += v;
+#endif
+  }
+  if (sp.end < sp.last) {  // more passes follow
+#if IS_MAX
+    STORE_T(sp.state, STATE_DT, q, best);
+    RefI32(tvk_elem_addr(idx_state, q, 2)).v = best_index;
+#else
+    STORE_T(sp.state, STATE_DT, q, sum);
+#endif
+    return;
+  }
+#if IS_MAX
+  STORE_T(pc.out_addr, g_out_dt, q, best);
+  if (pc.idx_addr != 0ul) RefI64(tvk_elem_addr(pc.idx_addr, q, 3)).v = int64_t(best_index);
+#else
+  if (lo.x >= hi.x || lo.y >= hi.y || lo.z >= hi.z) {
+    STORE_T(pc.out_addr, g_out_dt, q, T(0));
+    return;
+  }
+#if OP == 1
+  int count = (hi.x - lo.x) * (hi.y - lo.y) * (hi.z - lo.z);
+  int divide = pc.divisor != 0 ? pc.divisor : ((pc.flags & 2) != 0 ? pool_size : count);
+  STORE_T(pc.out_addr, g_out_dt, q, sum / T(divide));
+#else
+  STORE_T(pc.out_addr, g_out_dt, q, sum / T(hi.x - lo.x) / T(hi.y - lo.y) / T(hi.z - lo.z));
+#endif
+#endif
+}
+
 void forward(int q) {
   int n, c;
   ivec3 o;
@@ -260,6 +342,14 @@ void forward(int q) {
   hi = min(hi, isz);
 #endif
   int out_pos = q;
+  if (pc.split != 0ul) {
+    forward_pass(q, n, c, lo, hi, step, isz
+#if OP == 1
+                 , pool_size
+#endif
+    );
+    return;
+  }
 #if IS_MAX
   T best = T(T_LOWEST);
   int best_index = (lo.x * isz.y + lo.y) * isz.z + lo.z;

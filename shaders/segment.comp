@@ -52,6 +52,15 @@
 //                         number of such elements when there are >= 2 and the value is > 0
 //                         (the CPU's rule); prod grad * out / data, or grad * (initial times the
 //                         product of the other elements) where data is 0 or NaN.
+//                         Split (devices with a loop limit, DeviceCapabilities::
+//                         max_loop_iterations): with state != 0 a pass walks only the axis
+//                         positions [l_begin, l_end) of every segment. seg_forward carries the
+//                         accumulator (accumulator type, element e of `state`: read when
+//                         l_begin > 0, written instead of out until the last pass);
+//                         seg_backward max / min counts the ties in phase-0 passes (int32 at
+//                         element e) and stores in phase-1 passes; sum / mean / prod store
+//                         their range (prod's exclusive products of zero / NaN elements still
+//                         walk the whole segment).
 //
 // Math in fp32 for float16 / bfloat16 / float32 weights (KIND_FLOAT32), fp64 for float64.
 // Built per (op, kind) by tools/build_shaders.py (segment.variants.toml).
@@ -60,6 +69,18 @@
 //   Specialization constants: 0 = local_size_x, 1 = float dtype (weight / out / psw / grad),
 //   2 = dtype of `indices` (bag_backward: of `sorted`), 3 = dtype of `offsets` (bag_backward:
 //   of `perm`), 4 = dtype of the index-valued results (offset2bag / bag_size / max_idx).
+//   bag_forward split (devices with a loop limit, DeviceCapabilities::max_loop_iterations):
+//   with state_addr != 0 a pass walks only the index positions [i_begin, i_end) of every bag,
+//   the running (acc, count, arg) of column d of bag b at element b * dim + d of the state's
+//   three arrays (T acc [num_bags * dim] | int count [..] | int64 arg [..]): read when
+//   i_begin > 0, written instead of the outputs when i_end < num_indices; bag_size is then
+//   the count of column 0. The launcher records the passes in order on one stream.
+//   bag_backward split (the same limit): with state_addr != 0 a pass covers the sorted
+//   positions [i_begin, i_end); the run containing i_begin (started before it) is continued
+//   by item i_begin from the T [dim] partial sums at state_addr, and the run reaching past
+//   i_end leaves its partial sums at state_addr + dim (the next pass's state_addr) instead of
+//   writing grad_weight; run bounds come from binary searches (the run length for
+//   scale_grad_by_freq included).
 //   Work items: bags (OP 0), indices (OP 1), sorted positions (OP 2). `lanes` (a power of two
 //   <= local_size_x) invocations share a work item and stride over its columns (adjacent
 //   invocations read adjacent columns of a row: coalesced); a workgroup holds
@@ -107,7 +128,10 @@ layout(push_constant) uniform Push {
   int mode;               // 96: 0 sum, 1 mean, 2 max; bag_backward: bit 0 mean, bit 1
                           //     scale_grad_by_freq
   int lanes;              // 100
-} pc;                     // 104 bytes
+  uint64_t state_addr;    // 104: bag_forward split state (0: one pass), see below
+  int i_begin;            // 112: bag_forward split: the index positions of this pass
+  int i_end;              // 116
+} pc;                     // 120 bytes
 #else
 // Mirrored by SegPush in src/kernels/segment.cpp.
 layout(push_constant) uniform Push {
@@ -123,7 +147,12 @@ layout(push_constant) uniform Push {
   int inner;              // 60
   int reduce;             // 64
   int has_initial;        // 68
-} pc;                     // 72 bytes
+  uint64_t state;         // 72: split state (0: one pass), see below
+  int l_begin;            // 80: split: the data positions [l_begin, l_end) of this pass
+  int l_end;              // 84
+  int phase;              // 88: split seg_backward max / min: 0 count ties, 1 store
+  int pad_;               // 92
+} pc;                     // 96 bytes
 #endif
 
 int64_t load_index(uint64_t base, int dt, int i) {
@@ -185,9 +214,13 @@ void main() {
   for (int e = int(gl_GlobalInvocationID.x); e < total; e += stride) {
     int o, i, start, end;
     segment_of(e, o, i, start, end);
+    const bool split = pc.state != 0ul;
+    const int first = split ? max(start, pc.l_begin) : start;
+    const int last = split ? min(end, pc.l_end) : end;
 #if OP == 3
-    T acc = start_value();
-    for (int j = start; j < end; ++j) {
+    const int acc_dt = KIND == KIND_FLOAT64 ? DT_FLOAT64 : DT_FLOAT32;
+    T acc = split && pc.l_begin > 0 ? LOAD_T(pc.state, acc_dt, e) : start_value();
+    for (int j = first; j < last; ++j) {
       const T v = load_float(pc.data_addr, data_index(o, j, i));
       switch (pc.reduce) {
         // std::max / std::min as the CPU applies them (a NaN start value stays)
@@ -196,6 +229,10 @@ void main() {
         case 4: acc *= v; break;
         default: acc += v; break;
       }
+    }
+    if (split && pc.l_end < pc.axis_size) {  // more passes follow
+      STORE_T(pc.state, acc_dt, e, acc);
+      continue;
     }
     if (pc.reduce == 1) {
       const int len = end - start;
@@ -212,18 +249,27 @@ void main() {
     if (pc.reduce == 2 || pc.reduce == 3) {
       const T result = load_float(pc.out_addr, e);
       int ties = 0;
-      for (int j = start; j < end; ++j) {
-        const T v = load_float(pc.data_addr, data_index(o, j, i));
-        if (tvk_isnan_t(v) || v == result) ++ties;
+      if (!split || pc.phase == 0) {
+        if (split && pc.l_begin > 0) ties = RefI32(tvk_elem_addr(pc.state, e, 2)).v;
+        for (int j = first; j < last; ++j) {
+          const T v = load_float(pc.data_addr, data_index(o, j, i));
+          if (tvk_isnan_t(v) || v == result) ++ties;
+        }
+        if (split) {
+          RefI32(tvk_elem_addr(pc.state, e, 2)).v = ties;
+          continue;
+        }
+      } else {
+        ties = RefI32(tvk_elem_addr(pc.state, e, 2)).v;
       }
       const T share = (ties >= 2 && g > T(0)) ? g / T(ties) : g;
-      for (int j = start; j < end; ++j) {
+      for (int j = first; j < last; ++j) {
         const T v = load_float(pc.data_addr, data_index(o, j, i));
         if (tvk_isnan_t(v) || v == result) store_float(pc.grad_in_addr, data_index(o, j, i), share);
       }
     } else if (pc.reduce == 4) {
       const T result = load_float(pc.out_addr, e);
-      for (int j = start; j < end; ++j) {
+      for (int j = first; j < last; ++j) {
         const T v = load_float(pc.data_addr, data_index(o, j, i));
         T gi;
         if (tvk_isnan_t(v) || v == T(0)) {
@@ -238,7 +284,7 @@ void main() {
       }
     } else {
       const T gi = pc.reduce == 1 ? g / T(len) : g;
-      for (int j = start; j < end; ++j) store_float(pc.grad_in_addr, data_index(o, j, i), gi);
+      for (int j = first; j < last; ++j) store_float(pc.grad_in_addr, data_index(o, j, i), gi);
     }
 #endif
   }
@@ -258,8 +304,9 @@ void main() {
     const int end = b + 1 < pc.num_offsets
                         ? int(clamp(load_index(pc.offsets_addr, SPEC_OFFSET_DT, b + 1), int64_t(start), n))
                         : pc.num_indices;
-    // bag_size: lane 0 counts the bag's valid, non-padding entries.
-    if (lane == 0) {
+    const bool split = pc.state_addr != 0ul;
+    // bag_size: lane 0 counts the bag's valid, non-padding entries (split: column 0's count).
+    if (lane == 0 && !split) {
       int count = 0;
       for (int i = start; i < end; ++i) {
         const int64_t idx = load_index(pc.indices_addr, SPEC_INDEX_DT, i);
@@ -267,11 +314,25 @@ void main() {
       }
       if (pc.aux_addr != 0ul) store_index(pc.aux_addr, b, pc.mode == 0 ? 0 : count);
     }
+    const int cells = pc.num_bags * pc.dim;
+    const uint64_t count_addr = pc.state_addr + uint64_t(cells) * uint64_t(KIND == KIND_FLOAT64 ? 8 : 4);
+    const uint64_t arg_addr = (count_addr + uint64_t(cells) * 4ul + 7ul) & ~7ul;  // 8-byte aligned
     for (int d = lane; d < pc.dim; d += lanes) {
       T acc = T(0);
       int count = 0;
       int64_t arg = 0;
-      for (int i = start; i < end; ++i) {
+      const int cell = b * pc.dim + d;
+      int first = start, last = end;
+      if (split) {
+        first = max(start, pc.i_begin);
+        last = min(end, pc.i_end);
+        if (pc.i_begin > 0) {
+          acc = LOAD_T(pc.state_addr, KIND == KIND_FLOAT64 ? DT_FLOAT64 : DT_FLOAT32, cell);
+          count = RefI32(tvk_elem_addr(count_addr, cell, 2)).v;
+          arg = RefI64(tvk_elem_addr(arg_addr, cell, 3)).v;
+        }
+      }
+      for (int i = first; i < last; ++i) {
         const int64_t idx = load_index(pc.indices_addr, SPEC_INDEX_DT, i);
         if (idx < 0 || idx >= pc.num_weights || idx == pc.padding_idx) continue;
         const T v = load_float(pc.weight_addr, int(idx) * pc.w_stride0 + d * pc.w_stride1);
@@ -285,6 +346,13 @@ void main() {
         }
         ++count;
       }
+      if (split && pc.i_end < pc.num_indices) {  // more passes follow
+        STORE_T(pc.state_addr, KIND == KIND_FLOAT64 ? DT_FLOAT64 : DT_FLOAT32, cell, acc);
+        RefI32(tvk_elem_addr(count_addr, cell, 2)).v = count;
+        RefI64(tvk_elem_addr(arg_addr, cell, 3)).v = arg;
+        continue;
+      }
+      if (split && d == 0 && pc.aux_addr != 0ul) store_index(pc.aux_addr, b, pc.mode == 0 ? 0 : count);
       if (pc.mode == 1) acc /= T(max(count, 1));
       store_float(pc.out_addr, b * pc.dim + d, acc);
       if (pc.mode == 2) store_index(pc.aux2_addr, b * pc.dim + d, arg);
@@ -328,17 +396,39 @@ void main() {
   // ---------------------------------------------------------------- bag backward (sum / mean)
   const bool mean = (pc.mode & 1) != 0;
   const bool by_freq = (pc.mode & 2) != 0;
-  for (int j = first_item; j < pc.num_indices; j += item_stride) {
+  const bool split = pc.state_addr != 0ul;
+  const int j_first = split ? pc.i_begin : 0, j_last = split ? pc.i_end : pc.num_indices;
+  const int elem = KIND == KIND_FLOAT64 ? DT_FLOAT64 : DT_FLOAT32;
+  for (int j = j_first + first_item; j < j_last; j += item_stride) {
     const int64_t idx = load_index(pc.indices_addr, SPEC_INDEX_DT, j);
-    if (j > 0 && load_index(pc.indices_addr, SPEC_INDEX_DT, j - 1) == idx) continue;  // not a run start
+    const bool continued = j > 0 && load_index(pc.indices_addr, SPEC_INDEX_DT, j - 1) == idx;
+    if (continued && !(split && j == j_first)) continue;  // not a run start
     if (idx < 0 || idx >= pc.num_weights || idx == pc.padding_idx) continue;
-    int run_end = j + 1;
-    while (run_end < pc.num_indices && load_index(pc.indices_addr, SPEC_INDEX_DT, run_end) == idx)
-      ++run_end;
-    const T freq_scale = by_freq ? T(1) / T(run_end - j) : T(1);
+    int run_start = j, run_end = j + 1;
+    if (split) {
+      int lo = 0, hi = j;  // first position of the run: lower bound of idx in [0, j)
+      while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if (load_index(pc.indices_addr, SPEC_INDEX_DT, mid) < idx) lo = mid + 1; else hi = mid;
+      }
+      run_start = lo;
+      lo = j + 1;  // one past its last: upper bound of idx in (j, n)
+      hi = pc.num_indices;
+      while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if (load_index(pc.indices_addr, SPEC_INDEX_DT, mid) <= idx) lo = mid + 1; else hi = mid;
+      }
+      run_end = lo;
+    } else {
+      while (run_end < pc.num_indices && load_index(pc.indices_addr, SPEC_INDEX_DT, run_end) == idx)
+        ++run_end;
+    }
+    const T freq_scale = by_freq ? T(1) / T(run_end - run_start) : T(1);
+    const int q_end = split ? min(run_end, j_last) : run_end;
     for (int d = lane; d < pc.dim; d += lanes) {
       T acc = T(0);
-      for (int q = j; q < run_end; ++q) {
+      if (split && continued) acc = LOAD_T(pc.state_addr, elem, d);
+      for (int q = j; q < q_end; ++q) {
         const int src = int(load_index(pc.offsets_addr, SPEC_OFFSET_DT, q));  // perm
         const int64_t bag64 = load_index(pc.aux_addr, SPEC_RESULT_DT, src);  // offset2bag
         if (bag64 < 0 || bag64 >= pc.num_bags) continue;  // never read outside grad
@@ -351,7 +441,10 @@ void main() {
         }
         acc += load_float(pc.weight_addr, bag * pc.dim + d) * scale;
       }
-      store_float(pc.out_addr, int(idx) * pc.dim + d, acc);
+      if (q_end < run_end)  // the run goes on in the next pass
+        STORE_T(pc.state_addr, elem, pc.dim + d, acc);
+      else
+        store_float(pc.out_addr, int(idx) * pc.dim + d, acc);
     }
   }
 #endif

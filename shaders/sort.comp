@@ -29,6 +29,10 @@
 //   3  mode select, one invocation per row of ascending stably sorted values / indices (as
 //      op 2): values[q] / indices[q] of the last element of the longest run of equal values
 //      (the first such run: the smallest value; NaN never equals anything), the CPU's choice.
+//      Split (devices with a loop limit): keys_b != 0 holds uint (best, best_freq, freq) per
+//      row and the dispatch walks only the row positions [seg, out_len): read when seg > 0,
+//      written instead of the outputs when out_len < n (the launcher records the ranges in
+//      order).
 // Values are never converted: outputs copy the input element's bits (raw loads and stores by
 // element size), so NaN payloads and -0.0 survive. Indices are written as int64.
 //
@@ -291,10 +295,19 @@ void main() {
 void main() {
   uint n = uint(pc.n);
   uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  const bool split = pc.keys_b != 0ul;
+  const uint j_begin = split ? uint(pc.seg) : 0u;
+  const uint j_end = split ? min(n, uint(pc.out_len)) : n;
   for (uint q = gl_GlobalInvocationID.x; q < uint(pc.rows); q += step) {
     uint best = 0u, best_freq = 0u, freq = 0u;
-    uint64_t bits = load_bits(pc.in_addr, row_offset(q, 0u, n));
-    for (uint j = 0u; j < n; ++j) {
+    const int st = 3 * int(q);
+    if (split && j_begin > 0u) {
+      best = RefU32(tvk_elem_addr(pc.keys_b, st, 2)).v;
+      best_freq = RefU32(tvk_elem_addr(pc.keys_b, st + 1, 2)).v;
+      freq = RefU32(tvk_elem_addr(pc.keys_b, st + 2, 2)).v;
+    }
+    uint64_t bits = load_bits(pc.in_addr, row_offset(q, j_begin, n));
+    for (uint j = j_begin; j < j_end; ++j) {
       ++freq;
       uint64_t next = j + 1u < n ? load_bits(pc.in_addr, row_offset(q, j + 1u, n)) : 0ul;
       // A run ends at the row's end, before a different value, and at every NaN.
@@ -306,6 +319,12 @@ void main() {
         freq = 0u;
       }
       bits = next;
+    }
+    if (j_end < n) {  // more ranges follow
+      RefU32(tvk_elem_addr(pc.keys_b, st, 2)).v = best;
+      RefU32(tvk_elem_addr(pc.keys_b, st + 1, 2)).v = best_freq;
+      RefU32(tvk_elem_addr(pc.keys_b, st + 2, 2)).v = freq;
+      continue;
     }
     int src = row_offset(q, best, n);
     store_bits(pc.values_addr, int(q), load_bits(pc.in_addr, src));

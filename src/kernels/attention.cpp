@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/launch.h"
+#include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/pipeline.h"
 #include "runtime/stream.h"
@@ -39,8 +40,10 @@ struct AttentionParams {
   float scale;
   int32_t batch;
   int32_t pad;
+  uint64_t state;  // Rows split: running (m, l, acc) of the row block (0: single pass)
+  int32_t row_begin, row_end, j_begin, j_end;
 };
-static_assert(sizeof(AttentionParams) == 160);
+static_assert(sizeof(AttentionParams) == 184);
 
 void check_operand(const Operand& op, const char* what) {
   check_dtype(kWhere, op.dtype, what);
@@ -100,7 +103,10 @@ void fill_common(AttentionParams& a, const AttentionForward& p) {
 }
 
 // Rows: one invocation per query row over the flattened [batch, heads, L] rows (grid-stride).
-void record_rows(Stream& stream, const AttentionForward& p, const AttentionParams& a) {
+// Where the device limits an invocation's loop iterations (loop_budget), the keys are split
+// into chunks, recorded in order per block of rows, the running softmax state of the block
+// carried through a scratch buffer (see the shader's header).
+void record_rows(Stream& stream, const AttentionForward& p, AttentionParams a) {
   const int64_t dim = std::max(p.E, p.Ev);
   const int dmax = dim <= 16 ? 16 : dim <= 32 ? 32 : dim <= 64 ? 64 : 128;
   const std::string name = "attention.rows.d" + std::to_string(dmax);
@@ -129,10 +135,54 @@ void record_rows(Stream& stream, const AttentionForward& p, const AttentionParam
     spec = {static_cast<uint32_t>(a.dtype), vec, static_cast<uint32_t>(a.E),
             static_cast<uint32_t>(a.Ev), static_cast<uint32_t>(a.mask_dtype)};
   }
-  const uint64_t params = stream.upload_params(&a, sizeof a);
   VkPipeline pipeline = stream.device().pipelines().get(*shader, wg, spec);
   const int64_t rows = p.batch * p.heads * p.L;
-  stream.dispatch(pipeline, group_count(stream, rows, wg), 1, 1, &params, sizeof params);
+  const uint32_t groups = group_count(stream, rows, wg);
+  // Loop iterations of an invocation: per row it owns, one of the row loop and one per key.
+  const int64_t step = int64_t{groups} * wg;
+  const int64_t rows_per_invocation = (rows + step - 1) / step;
+  const int64_t keys = std::max<int64_t>(p.S, 1);
+  int64_t chunk = loop_chunk(stream, keys, rows_per_invocation, rows_per_invocation);
+  a.row_begin = 0;
+  a.row_end = narrow(rows);
+  a.j_begin = 0;
+  a.j_end = narrow(p.S);
+  a.state = 0;
+  if (chunk >= keys) {
+    const uint64_t params = stream.upload_params(&a, sizeof a);
+    stream.dispatch(pipeline, groups, 1, 1, &params, sizeof params);
+    return;
+  }
+  // Blocks of at most `block` rows (one invocation per row: the state then costs no extra
+  // row-loop iterations) and a state of (dmax / 4 + 1) vec4s per row, at most ~16 MiB.
+  const int64_t row_bytes = (dmax / 4 + 1) * 16;
+  const int64_t block = std::min<int64_t>(
+      {rows, step, std::max<int64_t>((int64_t{16} << 20) / row_bytes, wg)});
+  chunk = loop_chunk(stream, keys, 1, 1);
+  if (chunk < 1 || loop_budget(stream) < 3)
+    invalid(kWhere, "the device's loop-iteration limit is too small for the Rows algorithm");
+  Allocator& allocator = stream.device().allocator();
+  const uint64_t state = allocator.allocate(static_cast<uint64_t>(block * row_bytes), stream.id());
+  a.state = state;
+  try {
+    for (int64_t r0 = 0; r0 < rows; r0 += block) {
+      const int64_t r1 = std::min(rows, r0 + block);
+      const uint32_t block_groups = group_count(stream, r1 - r0, wg);
+      for (int64_t j0 = 0; j0 < p.S; j0 += chunk) {
+        a.row_begin = narrow(r0);
+        a.row_end = narrow(r1);
+        a.j_begin = narrow(j0);
+        a.j_end = narrow(std::min(p.S, j0 + chunk));
+        const uint64_t params = stream.upload_params(&a, sizeof a);
+        stream.dispatch(pipeline, block_groups, 1, 1, &params, sizeof params);
+      }
+    }
+  } catch (...) {
+    allocator.free(state);
+    throw;
+  }
+  // Stream order makes the immediate free safe: later reuse is ordered after these dispatches.
+  allocator.free(state);
 }
 
 }  // namespace
@@ -192,13 +242,20 @@ void attention_forward(Stream& stream, const AttentionForward& p) {
   a.k_sb = narrow(p.k_strides.batch), a.k_sh = narrow(p.k_strides.head), a.k_sl = narrow(p.k_strides.row);
   a.v_sb = narrow(p.v_strides.batch), a.v_sh = narrow(p.v_strides.head), a.v_sl = narrow(p.v_strides.row);
   a.o_sb = narrow(p.out_strides.batch), a.o_sh = narrow(p.out_strides.head), a.o_sl = narrow(p.out_strides.row);
-  if (attention_algorithm(stream) == AttentionTuning::Algo::Rows) {
+  const int64_t tiles = (p.L + kRowsPerGroup - 1) / kRowsPerGroup;
+  const int dmax = std::max(p.E, p.Ev) <= 64 ? 64 : 128;
+  // Tiled runs every key tile in one invocation: per tile the k / v loads (16 * dmax elements
+  // each over the 64 invocations), the barriers (one iteration each on lavapipe) and a few
+  // more (measured: E = 128 truncates past ~15k keys there). Where that is past the device's
+  // loop limit (loop_budget), the Rows algorithm, which splits the keys, runs instead.
+  const int64_t key_tiles = (p.S + kRowsPerGroup - 1) / kRowsPerGroup;
+  const bool tiled_fits = key_tiles * (2 * ((16 * dmax + kWorkgroup - 1) / kWorkgroup) + 8) <=
+                          loop_budget(stream);
+  if (attention_algorithm(stream) == AttentionTuning::Algo::Rows || !tiled_fits) {
     record_rows(stream, p, a);
     return;
   }
 
-  const int64_t tiles = (p.L + kRowsPerGroup - 1) / kRowsPerGroup;
-  const int dmax = std::max(p.E, p.Ev) <= 64 ? 64 : 128;
   const uint32_t shared_bytes = (2 * 16 * dmax + 16 * 4 * 16) * 4;
   if (stream.device().caps().max_shared_memory_size < shared_bytes)
     invalid(kWhere, "the device has too little shared memory (" + std::to_string(shared_bytes) +

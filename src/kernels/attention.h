@@ -42,7 +42,9 @@ constexpr int64_t kAttentionMaxHeadDim = 128;
 //          through shared memory (GPUs).
 //   Rows   one invocation per query row, no shared memory, no barriers (CPU devices such as
 //          lavapipe, where barriers are coroutine switches and shared memory saves no traffic).
-// Auto picks Rows on devices of type "cpu", Tiled elsewhere.
+// Auto picks Rows on devices of type "cpu", Tiled elsewhere. Where the device limits an
+// invocation's loop iterations (DeviceCapabilities::max_loop_iterations) and Tiled's key loop
+// would pass the limit, Rows (which splits the keys) runs even when Tiled is asked for.
 struct AttentionTuning {
   enum class Algo { Auto, Tiled, Rows };
   // Auto defers to the environment variable TORCH_VK_ATTENTION_ALGO=tiled|rows|auto, read at

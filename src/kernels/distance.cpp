@@ -1,6 +1,7 @@
 // Launcher of the distance family (shaders/distance.comp).
 #include "kernels/distance.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "kernels/launch.h"
+#include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/pipeline.h"
 #include "runtime/stream.h"
@@ -28,8 +30,10 @@ struct DistancePush {
   int32_t r2;
   int32_t m;
   int32_t dtype;
+  uint64_t state;  // split passes (0: one pass)
+  int32_t l_begin, l_end;
 };
-static_assert(sizeof(DistancePush) == 80);
+static_assert(sizeof(DistancePush) == 96);
 static_assert(offsetof(DistancePush, pd_bits) == 40);
 static_assert(offsetof(DistancePush, numel) == 56);
 
@@ -82,12 +86,38 @@ DistancePush make_push(Stream& stream, const Distance& d, int64_t outputs, std::
   return push;
 }
 
-void dispatch(Stream& stream, const char* op, bool f64, int64_t items, const DistancePush& push) {
+// Records `op` over `items` outputs, each walking `walk` elements of one dim serially. Under a
+// device loop limit (loop_budget) the walk is split into passes carrying each output's
+// accumulator through a scratch buffer (see the shader); one dispatch otherwise.
+void dispatch(Stream& stream, const char* op, bool f64, int64_t items, int64_t walk,
+              DistancePush push) {
   const std::string name = std::string("distance.") + op + (f64 ? ".float64" : ".float32");
   const ShaderBinary* shader = find_shader(name);
   if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
   VkPipeline pipeline = stream.device().pipelines().get(*shader, kWorkgroup, {});
-  stream.dispatch(pipeline, group_count(stream, items, kWorkgroup), 1, 1, &push, sizeof(push));
+  const uint32_t groups = group_count(stream, items, kWorkgroup);
+  const int64_t step = int64_t{groups} * kWorkgroup;
+  const int64_t per_invocation = (items + step - 1) / step;
+  // Per output: the grid-stride iteration, pdist's two row-search loops, the walk.
+  const int64_t chunk = loop_chunk(stream, walk, per_invocation, 4 * per_invocation);
+  if (chunk >= walk) {
+    stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+    return;
+  }
+  Allocator& allocator = stream.device().allocator();
+  const uint64_t state = allocator.allocate(static_cast<uint64_t>(items) * (f64 ? 8 : 4), stream.id());
+  push.state = state;
+  try {
+    for (int64_t l0 = 0; l0 < walk; l0 += chunk) {
+      push.l_begin = static_cast<int32_t>(l0);
+      push.l_end = static_cast<int32_t>(std::min(walk, l0 + chunk));
+      stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+    }
+  } catch (...) {
+    allocator.free(state);
+    throw;
+  }
+  allocator.free(state);  // stream order: later reuse is ordered after these dispatches
 }
 
 }  // namespace
@@ -97,7 +127,7 @@ void cdist_forward(Stream& stream, const Distance& d, Operand x1, Operand x2, Op
   if (outputs == 0) return;
   bool f64 = false;
   const DistancePush push = make_push(stream, d, outputs, {out, x1, x2}, f64);
-  dispatch(stream, "cdist", f64, outputs, push);
+  dispatch(stream, "cdist", f64, outputs, d.m, push);
 }
 
 void cdist_backward(Stream& stream, const Distance& d, Operand grad, Operand x1, Operand x2, Operand dist,
@@ -106,7 +136,7 @@ void cdist_backward(Stream& stream, const Distance& d, Operand grad, Operand x1,
   if (outputs == 0) return;
   bool f64 = false;
   const DistancePush push = make_push(stream, d, outputs, {grad_x1, x1, x2, grad, dist}, f64);
-  dispatch(stream, "cdist_backward", f64, outputs, push);
+  dispatch(stream, "cdist_backward", f64, outputs, d.r2, push);
 }
 
 void pdist_forward(Stream& stream, const Distance& d, Operand x, Operand out) {
@@ -115,7 +145,7 @@ void pdist_forward(Stream& stream, const Distance& d, Operand x, Operand out) {
   if (outputs <= 0) return;
   bool f64 = false;
   const DistancePush push = make_push(stream, d, outputs, {out, x}, f64);
-  dispatch(stream, "pdist", f64, outputs, push);
+  dispatch(stream, "pdist", f64, outputs, d.m, push);
 }
 
 void pdist_backward(Stream& stream, const Distance& d, Operand grad, Operand x, Operand dist, Operand grad_x) {
@@ -124,7 +154,7 @@ void pdist_backward(Stream& stream, const Distance& d, Operand grad, Operand x, 
   if (outputs == 0) return;
   bool f64 = false;
   const DistancePush push = make_push(stream, d, outputs, {grad_x, x, Operand{}, grad, dist}, f64);
-  dispatch(stream, "pdist_backward", f64, outputs, push);
+  dispatch(stream, "pdist_backward", f64, outputs, d.r1, push);
 }
 
 }  // namespace tvk::kernels

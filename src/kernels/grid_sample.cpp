@@ -143,8 +143,16 @@ void grid_sample(Stream& stream, const GridSample& p) {
   push.dtype = static_cast<int32_t>(p.input.dtype);
   const std::vector<uint32_t> spec = {
       tuning().specialize_dtypes ? static_cast<uint32_t>(p.input.dtype) : UINT32_MAX};
+  // An invocation walks every channel of its sampling point (the corner / tap loops unroll:
+  // one iteration per channel, measured on lavapipe). Not split: channel counts past a
+  // device's loop limit (loop_budget) raise instead of returning truncated results.
+  const uint32_t groups = group_count(stream, points, kWorkgroup);
+  const int64_t step = int64_t{groups} * kWorkgroup;
+  if ((points + step - 1) / step * (p.channels + 16) > loop_budget(stream))
+    invalid(kWhere, std::to_string(p.channels) +
+                        " channels exceed the device's loop-iteration limit (max_loop_iterations)");
   VkPipeline pipeline = stream.device().pipelines().get(*shader, kWorkgroup, spec);
-  stream.dispatch(pipeline, group_count(stream, points, kWorkgroup), 1, 1, &push, sizeof(push));
+  stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
 }
 
 }  // namespace tvk::kernels

@@ -6,9 +6,11 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/launch.h"
+#include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/pipeline.h"
 #include "runtime/stream.h"
@@ -29,7 +31,7 @@ struct LinalgPush {
   int32_t k = 0;
   int32_t a_stride = 0;
   int32_t flags = 0;
-  int32_t pad = 0;
+  int32_t step_end = 0;  // 0: all steps (see the shader's step ranges)
 };
 static_assert(sizeof(LinalgPush) == 64);
 
@@ -78,6 +80,60 @@ void launch(Stream& stream, const char* where, const std::string& name, uint32_t
 
 const char* kind_suffix(bool f64) { return f64 ? ".float64" : ".float32"; }
 
+// Ranges [k0, k1) of the `steps` elimination steps of a matrix such that an invocation's loop
+// iterations (per matrix it owns: `fixed` plus cost(k) of each step k of the range, cost
+// counting a 2x2 pivot block's overshoot for sytf2, and every workgroup barrier as one
+// iteration, as lavapipe counts them: measured) stay within the device's loop budget; one
+// range {0, steps} where the device has no limit. Throws when a single step is over it.
+template <class Cost>
+std::vector<std::pair<int64_t, int64_t>> step_ranges(Stream& stream, const char* where,
+                                                     int64_t steps, int64_t matrices_per_invocation,
+                                                     int64_t fixed, Cost cost) {
+  const int64_t budget = loop_budget(stream);
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  if (budget == INT64_MAX) {
+    ranges.emplace_back(0, steps);
+    return ranges;
+  }
+  const int64_t per_matrix = budget / std::max<int64_t>(matrices_per_invocation, 1);
+  int64_t k0 = 0;
+  while (k0 < steps) {
+    int64_t total = fixed, k1 = k0;
+    while (k1 < steps && total + cost(k1) <= per_matrix) total += cost(k1++);
+    if (k1 == k0)
+      invalid(where, "matrices this large exceed the device's loop-iteration limit "
+                     "(max_loop_iterations " +
+                         std::to_string(stream.device().caps().max_loop_iterations) + ")");
+    ranges.emplace_back(k0, k1);
+    k0 = k1;
+  }
+  return ranges;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Matrices of a batch one invocation handles (grid-stride), `per_group` matrices per workgroup.
+int64_t matrices_per_invocation(Stream& stream, int64_t batch, uint32_t per_group) {
+  const int64_t groups = group_count(stream, batch, per_group);
+  return ceil_div(batch, groups * per_group);
+}
+
+// Records `name` once per step range, setting push.k / push.step_end (none when one range
+// covers all steps).
+void launch_ranges(Stream& stream, const char* where, const std::string& name, uint32_t wg,
+                   int64_t items, uint32_t per_group, LinalgPush push,
+                   const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+  if (ranges.size() == 1) {
+    launch(stream, where, name, wg, items, per_group, push);
+    return;
+  }
+  for (auto [k0, k1] : ranges) {
+    push.k = static_cast<int32_t>(k0);
+    push.step_end = static_cast<int32_t>(k1);
+    launch(stream, where, name, wg, items, per_group, push);
+  }
+}
+
 }  // namespace
 
 void lu_factor(Stream& stream, const LuFactor& p) {
@@ -98,8 +154,14 @@ void lu_factor(Stream& stream, const LuFactor& p) {
   push.batch = static_cast<int32_t>(p.batch);
   push.m = static_cast<int32_t>(p.m);
   push.n = static_cast<int32_t>(p.n);
-  launch(stream, kWhere, std::string("linalg.getrf") + kind_suffix(f64),
-         workgroup_for(p.m * p.n), p.batch, 1, push);
+  const uint32_t wg = workgroup_for(p.m * p.n);
+  const int64_t m = p.m, n = p.n, log_wg = wg == 256 ? 8 : 6;
+  auto cost = [&](int64_t k) {
+    return 6 + 2 * log_wg + 2 * ceil_div(m - k, wg) + ceil_div(n, wg) +
+           ceil_div((m - k - 1) * (n - k - 1), wg);
+  };
+  launch_ranges(stream, kWhere, std::string("linalg.getrf") + kind_suffix(f64), wg, p.batch, 1,
+                push, step_ranges(stream, kWhere, kmax, matrices_per_invocation(stream, p.batch, 1), 2, cost));
 }
 
 void cholesky(Stream& stream, const Cholesky& p) {
@@ -114,8 +176,11 @@ void cholesky(Stream& stream, const Cholesky& p) {
   push.info_addr = p.info.address;
   push.batch = static_cast<int32_t>(p.batch);
   push.n = static_cast<int32_t>(p.n);
-  launch(stream, kWhere, std::string("linalg.potrf") + kind_suffix(f64),
-         workgroup_for(p.n * p.n), p.batch, 1, push);
+  const uint32_t wg = workgroup_for(p.n * p.n);
+  const int64_t n = p.n;
+  auto cost = [&](int64_t k) { return 4 + ceil_div(n - k, wg) + ceil_div((n - k - 1) * (n - k - 1), wg); };
+  launch_ranges(stream, kWhere, std::string("linalg.potrf") + kind_suffix(f64), wg, p.batch, 1,
+                push, step_ranges(stream, kWhere, n, matrices_per_invocation(stream, p.batch, 1), 2, cost));
 }
 
 void triangular_solve(Stream& stream, const TriangularSolve& p) {
@@ -141,8 +206,11 @@ void triangular_solve(Stream& stream, const TriangularSolve& p) {
   push.nrhs = static_cast<int32_t>(p.nrhs);
   push.a_stride = static_cast<int32_t>(p.a_batch_stride);
   push.flags = (p.upper ? 1 : 0) | (p.transpose ? 2 : 0) | (p.unit_diagonal ? 4 : 0);
-  launch(stream, kWhere, std::string("linalg.trsm") + kind_suffix(f64),
-         workgroup_for(p.n * p.nrhs), p.batch, 1, push);
+  const uint32_t wg = workgroup_for(p.n * p.nrhs);
+  const int64_t n = p.n, nrhs = p.nrhs;
+  auto cost = [&](int64_t step) { return 4 + ceil_div(nrhs, wg) + ceil_div((n - step - 1) * nrhs, wg); };
+  launch_ranges(stream, kWhere, std::string("linalg.trsm") + kind_suffix(f64), wg, p.batch, 1,
+                push, step_ranges(stream, kWhere, n, matrices_per_invocation(stream, p.batch, 1), 2, cost));
 }
 
 void apply_pivots(Stream& stream, const ApplyPivots& p) {
@@ -198,7 +266,27 @@ void ldl_factor(Stream& stream, const LdlFactor& p) {
   push.batch = static_cast<int32_t>(p.batch);
   push.n = static_cast<int32_t>(p.n);
   constexpr uint32_t kWg = 64;
-  launch(stream, kWhere, std::string("linalg.sytf2") + kind_suffix(f64), kWg, p.batch, kWg, push);
+  // A step at k (a 1x1 block, or a 2x2 block replacing steps k and k + 1): the column and row
+  // scans, the interchange and the trailing update of the (n - k)^2 / 2 lower triangle.
+  const int64_t n = p.n;
+  auto cost = [&](int64_t k) { return (n - k) * (n - k + 1) / 2 + 4 * (n - k) + n + 8; };
+  const auto ranges = step_ranges(stream, kWhere, n, matrices_per_invocation(stream, p.batch, kWg), 2, cost);
+  const std::string name = std::string("linalg.sytf2") + kind_suffix(f64);
+  if (ranges.size() == 1) {
+    launch(stream, kWhere, name, kWg, p.batch, kWg, push);
+    return;
+  }
+  // The step each matrix resumes at (int32 per matrix), carried between the ranges.
+  Allocator& allocator = stream.device().allocator();
+  const uint64_t resume = allocator.allocate(static_cast<uint64_t>(p.batch) * 4, stream.id());
+  push.b_addr = resume;
+  try {
+    launch_ranges(stream, kWhere, name, kWg, p.batch, kWg, push, ranges);
+  } catch (...) {
+    allocator.free(resume);
+    throw;
+  }
+  allocator.free(resume);  // stream order: later reuse is ordered after these dispatches
 }
 
 void ldl_solve(Stream& stream, const LdlSolve& p) {
@@ -218,6 +306,12 @@ void ldl_solve(Stream& stream, const LdlSolve& p) {
   push.n = static_cast<int32_t>(p.n);
   push.nrhs = static_cast<int32_t>(p.nrhs);
   constexpr uint32_t kWg = 64;
+  // One invocation per column walks both triangles: ~n^2 iterations, not split.
+  const int64_t per_column = p.n * (p.n + 1) + 4;
+  if (matrices_per_invocation(stream, p.batch * p.nrhs, kWg) * per_column > loop_budget(stream))
+    invalid(kWhere, "matrices this large exceed the device's loop-iteration limit "
+                    "(max_loop_iterations " +
+                        std::to_string(stream.device().caps().max_loop_iterations) + ")");
   launch(stream, kWhere, std::string("linalg.sytrs") + kind_suffix(f64), kWg, p.batch * p.nrhs,
          kWg, push);
 }

@@ -1,10 +1,12 @@
 // Launcher of the loss family (shaders/loss.comp).
 #include "kernels/loss.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "kernels/launch.h"
+#include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/pipeline.h"
 #include "runtime/stream.h"
@@ -288,7 +290,42 @@ void multilabel_margin_loss_forward(Stream& stream, const MarginLoss& p, Operand
   push.addr[3] = is_target.address;
   push.dtype[3] = static_cast<int32_t>(is_target.dtype);
   set_params(push, 1, 1);
-  dispatch(stream, variant("multilabel_margin", f64), p.rows, push, 1);
+  // Per row a workgroup owns, each invocation walks up to C targets for each of its
+  // ceil(C / 256) classes, then the tree (barriers count: measured). Under a device loop limit
+  // (loop_budget) the target positions are split into passes (see the shader).
+  const int64_t groups = group_count(stream, p.rows, 1);
+  const int64_t rows_per_group = (p.rows + groups - 1) / groups;
+  const int64_t columns = (p.classes + kWorkgroup - 1) / kWorkgroup;
+  const int64_t budget = loop_budget(stream);
+  if (rows_per_group * (20 + columns * (1 + p.classes)) <= budget) {
+    dispatch(stream, variant("multilabel_margin", f64), p.rows, push, 1);
+    return;
+  }
+  const int64_t range = (budget / rows_per_group - 20) / columns - 1;
+  if (range < 1)
+    invalid(kWhere, "multilabel_margin_loss: " + std::to_string(p.classes) +
+                        " classes exceed the device's loop-iteration limit (max_loop_iterations)");
+  const int64_t passes = (p.classes + range - 1) / range;
+  Allocator& allocator = stream.device().allocator();
+  const uint64_t sums_bytes = static_cast<uint64_t>(p.rows * p.classes) * (f64 ? 8 : 4);
+  const uint64_t flag_slot = static_cast<uint64_t>(p.rows) * 4;
+  const uint64_t scratch = allocator.allocate(sums_bytes + flag_slot * (passes + 1) + 8, stream.id());
+  const uint64_t flags = (scratch + sums_bytes + 7) & ~uint64_t{7};
+  try {
+    for (int64_t c = 0; c < passes; ++c) {
+      LossPush pass = push;
+      pass.addr[4] = scratch;
+      pass.addr[5] = flags + flag_slot * static_cast<uint64_t>(c);
+      const uint64_t j0 = static_cast<uint64_t>(c * range);
+      const uint64_t j1 = static_cast<uint64_t>(std::min(p.classes, (c + 1) * range));
+      pass.geometry = j0 | (j1 << 32);
+      dispatch(stream, variant("multilabel_margin", f64), p.rows, pass, 1);
+    }
+  } catch (...) {
+    allocator.free(scratch);
+    throw;
+  }
+  allocator.free(scratch);  // stream order: later reuse is ordered after these dispatches
 }
 
 void multilabel_margin_loss_backward(Stream& stream, const MarginLoss& p, double scale, bool per_row_grad,
@@ -308,7 +345,16 @@ void multilabel_margin_loss_backward(Stream& stream, const MarginLoss& p, double
   if (per_row_grad) push.mode |= 4;
   set_params(push, 1, scale);
   push.numel = static_cast<int32_t>(p.rows * p.classes);  // element-parallel: one item per gradient
-  dispatch(stream, variant("multilabel_margin_backward", f64), p.rows * p.classes, push);
+  // An element of a target class walks the row's targets and then all of its classes. Not
+  // split: where that walk alone is past the device's loop limit (loop_budget) every row with
+  // a target would be truncated, so it raises (longer target lists are not caught: data).
+  const int64_t elements = p.rows * p.classes;
+  const int64_t step = int64_t{group_count(stream, elements, kWorkgroup)} * kWorkgroup;
+  if ((elements + step - 1) / step * (p.classes + 2) > loop_budget(stream))
+    invalid(kWhere, "multilabel_margin_loss: " + std::to_string(p.classes) +
+                        " classes exceed the device's loop-iteration limit in the backward "
+                        "(max_loop_iterations)");
+  dispatch(stream, variant("multilabel_margin_backward", f64), elements, push);
 }
 
 // ---------------------------------------------------------------- CTC loss
@@ -340,6 +386,32 @@ LossPush ctc_push(Stream& stream, const CtcLoss& p, bool& f64) {
   push.mode = static_cast<int32_t>(p.extended << 1) | (p.zero_infinity ? 1 : 0);
   return push;
 }
+
+// Records the time recursion `name` (ctc_alpha / ctc_beta) in chunks of time steps that keep a
+// workgroup's loop iterations (per sample it owns: per step, the step, its strided pass over
+// the extended targets and its barrier, which lavapipe counts as one more iteration: measured)
+// below the device's loop budget; one dispatch where there is no limit. Alpha runs the chunks
+// forward, beta backward.
+void ctc_recursion(Stream& stream, const std::string& name, const CtcLoss& p, LossPush push,
+                   bool backward) {
+  const int64_t groups = group_count(stream, p.batch, 1);
+  const int64_t samples = (p.batch + groups - 1) / groups;
+  const int64_t per_step = samples * (2 + (p.extended + kWorkgroup - 1) / kWorkgroup);
+  const int64_t chunk = loop_chunk(stream, p.time, per_step, samples + 2);
+  if (chunk >= p.time) {
+    push.geometry = 0;
+    dispatch(stream, name, p.batch, push, 1);
+    return;
+  }
+  const int64_t chunks = (p.time + chunk - 1) / chunk;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t k = backward ? chunks - 1 - c : c;
+    const uint64_t t0 = static_cast<uint64_t>(k * chunk);
+    const uint64_t t1 = static_cast<uint64_t>(std::min(p.time, (k + 1) * chunk));
+    push.geometry = t0 | (t1 << 32);
+    dispatch(stream, name, p.batch, push, 1);
+  }
+}
 }  // namespace
 
 void ctc_loss_forward(Stream& stream, const CtcLoss& p, Operand log_alpha, Operand nll) {
@@ -353,7 +425,7 @@ void ctc_loss_forward(Stream& stream, const CtcLoss& p, Operand log_alpha, Opera
   push.addr[4] = nll.address;
   push.dtype[4] = static_cast<int32_t>(nll.dtype);
   push.numel = static_cast<int32_t>(p.batch);
-  dispatch(stream, variant("ctc_alpha", f64), p.batch, push, 1);
+  ctc_recursion(stream, variant("ctc_alpha", f64), p, push, false);
 }
 
 void ctc_loss_backward(Stream& stream, const CtcLoss& p, Operand alpha_beta, Operand nll_grad, Operand grad) {
@@ -369,7 +441,13 @@ void ctc_loss_backward(Stream& stream, const CtcLoss& p, Operand alpha_beta, Ope
   beta.addr[0] = alpha_beta.address + half;
   beta.dtype[0] = static_cast<int32_t>(alpha_beta.dtype);
   beta.numel = static_cast<int32_t>(p.batch);
-  dispatch(stream, variant("ctc_beta", f64), p.batch, beta, 1);
+  ctc_recursion(stream, variant("ctc_beta", f64), p, beta, true);
+  // ctc_grad: per element (one per invocation, grid-stride) a walk over the extended targets.
+  const int64_t elements = p.time * p.batch * p.classes;
+  const int64_t step = int64_t{group_count(stream, elements, kWorkgroup)} * kWorkgroup;
+  if ((elements + step - 1) / step * (p.extended + 1) > loop_budget(stream))
+    invalid(kWhere, "ctc_loss: targets too long for the device's loop-iteration limit "
+                    "(max_loop_iterations)");
   push.addr[0] = grad.address;
   push.dtype[0] = static_cast<int32_t>(grad.dtype);
   push.addr[4] = alpha_beta.address;

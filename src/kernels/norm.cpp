@@ -140,6 +140,23 @@ void launch(Stream& stream, const char* op, bool f64, const NormShape& shape, No
     else  // short strided runs: adjacent invocations read adjacent segments
       strategy = shape.channels >= 256 ? S::Thread : S::Workgroup;
   }
+  // Loop iterations of an invocation (loop_budget): per segment it owns, the segment loop and
+  // up to three passes over its elements (Thread) or over its share of them plus the trees
+  // (Workgroup). Thread segments that would exceed a device's loop limit go to Workgroup.
+  auto loop_cost = [&](S s) {
+    const uint32_t w = s == S::Thread ? 64 : workgroup_for(length);
+    const int64_t lanes = s == S::Thread ? w : 1;
+    const int64_t step =
+        int64_t{group_count(stream, shape.channels, static_cast<uint32_t>(lanes))} * lanes;
+    const int64_t per_segment =
+        s == S::Thread ? 1 + 3 * length : 1 + 3 * ((length + w - 1) / w) + 4 * 9 + w / 2;
+    return (shape.channels + step - 1) / step * per_segment;
+  };
+  const int64_t budget = loop_budget(stream);
+  if (strategy == S::Thread && loop_cost(S::Thread) > budget) strategy = S::Workgroup;
+  if (loop_cost(strategy) > budget)
+    invalid(kWhere, "segments of " + std::to_string(length) +
+                        " elements exceed the device's loop-iteration limit (max_loop_iterations)");
   const int mode = strategy == S::Thread ? kModeThread : kModeWorkgroup;
   const uint32_t wg = mode == kModeThread ? 64 : workgroup_for(length);
 

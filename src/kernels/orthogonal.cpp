@@ -119,6 +119,24 @@ constexpr int kColumnsPerDispatch = 8;    // geqrf columns / completed U columns
 constexpr int kReflectorsPerDispatch = 64;  // applied reflectors (1 each)
 constexpr int32_t kPhaseComplete = 64;
 
+// Units (Jacobi steps, QR columns, reflectors) per dispatch: `fixed` (the constants above),
+// fewer where the device limits an invocation's loop iterations (loop_budget) and a unit
+// costs `unit_cost` of them per matrix an invocation owns (barriers count as one: measured
+// on lavapipe). Throws when a single unit is over the budget.
+int units_per_dispatch(Stream& stream, const Prepared& p, int fixed, int64_t unit_cost) {
+  const int64_t budget = loop_budget(stream);
+  if (budget == INT64_MAX) return fixed;
+  const int64_t groups = group_count(stream, p.push.batch, 1);
+  const int64_t matrices = (p.push.batch + groups - 1) / groups;
+  const int64_t units = (budget / matrices - 8) / std::max<int64_t>(unit_cost, 1);
+  if (units < 1)
+    invalid(kWhere, "matrices this large exceed the device's loop-iteration limit (max_loop_iterations " +
+                        std::to_string(stream.device().caps().max_loop_iterations) + ")");
+  return static_cast<int>(std::min<int64_t>(fixed, units));
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 // Jacobi: init, the sweeps as dispatches of kStepsPerDispatch steps (a converged matrix
 // returns at once), finish, and (SVD with vectors) the completion of U's columns up to
 // `complete_to`.
@@ -126,14 +144,18 @@ void launch_jacobi(Stream& stream, Prepared p, const char* op, int64_t items, in
   const int sweeps = p.push.max_sweeps;
   const int32_t flags = p.push.flags;
   const int steps = std::max(1, p.push.n + (p.push.n & 1) - 1);
+  // A step: the rotations of its pairs and their application to rows / columns (`items` work
+  // items over the workgroup, a few passes) between barriers.
+  const int64_t wg = workgroup_for(items);
+  const int steps_per_dispatch = units_per_dispatch(stream, p, kStepsPerDispatch, 8 + 3 * ceil_div(items, wg));
   p.push.max_sweeps = 1;
   p.push.flags = flags | kPhaseInit;
   launch(stream, p, op, items);
   p.push.flags = flags | kPhaseSweep;
   for (int i = 0; i < sweeps; ++i)
-    for (int r = 0; r < steps; r += kStepsPerDispatch) {
+    for (int r = 0; r < steps; r += steps_per_dispatch) {
       p.push.in_sb = r;
-      p.push.in_rs = r + kStepsPerDispatch;
+      p.push.in_rs = r + steps_per_dispatch;
       launch(stream, p, op, items);
     }
   p.push.flags = flags | kPhaseFinish;
@@ -242,9 +264,15 @@ void householder_qr(Stream& stream, const HouseholderQR& q) {
   push.vals_s = ts[1];
   push.vec1_addr = q.a.address;
   push.vals_addr = q.tau.address;
-  for (int64_t j = 0; j < k; j += kColumnsPerDispatch) {
+  // A column: two scaled-norm passes and trees, the scaling, and the trailing update (per
+  // trailing column an invocation owns, two walks down the column).
+  const int64_t wg = workgroup_for(q.cols);
+  const int columns = units_per_dispatch(stream, p, kColumnsPerDispatch,
+                                         10 + 4 * 8 + 3 * ceil_div(q.rows, wg) +
+                                             ceil_div(q.cols, wg) * (2 * q.rows + 2));
+  for (int64_t j = 0; j < k; j += columns) {
     push.in_sb = static_cast<int32_t>(j);
-    push.in_rs = static_cast<int32_t>(std::min<int64_t>(j + kColumnsPerDispatch, k));
+    push.in_rs = static_cast<int32_t>(std::min<int64_t>(j + columns, k));
     launch(stream, p, "geqrf", q.cols);
   }
 }
@@ -276,10 +304,18 @@ void apply_reflectors(Stream& stream, const ApplyReflectors& a) {
   }
   push.flags = (a.left ? 1 : 0) | (a.transpose ? 2 : 0) | (a.identity ? 4 : 0);
   // Reflectors [v2_sb, v2_rs) per dispatch (the identity is written by the first one).
-  for (int64_t r = 0; r < std::max<int64_t>(a.count, 1); r += kReflectorsPerDispatch) {
+  // A reflector: per column (left) / row (right) of C an invocation owns, two walks over
+  // `len`; the identity fill of the first dispatch (orgqr) once.
+  const int64_t items = a.left ? a.cols : a.rows;
+  const int64_t wg = workgroup_for(items);
+  const int reflectors = units_per_dispatch(stream, p, kReflectorsPerDispatch,
+                                            2 + ceil_div(items, wg) * (2 * len + 2));
+  if (a.identity && ceil_div(a.rows * a.cols, wg) > loop_budget(stream) / 2)
+    invalid(kWhere, "matrices this large exceed the device's loop-iteration limit (max_loop_iterations)");
+  for (int64_t r = 0; r < std::max<int64_t>(a.count, 1); r += reflectors) {
     push.v2_sb = static_cast<int32_t>(r);
-    push.v2_rs = static_cast<int32_t>(std::min<int64_t>(r + kReflectorsPerDispatch, a.count));
-    launch(stream, p, "apply", a.left ? a.cols : a.rows);
+    push.v2_rs = static_cast<int32_t>(std::min<int64_t>(r + reflectors, a.count));
+    launch(stream, p, "apply", items);
   }
 }
 

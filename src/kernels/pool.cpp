@@ -2,11 +2,13 @@
 // (output elements forward, grad_input elements backward) in memory order, 256 per workgroup.
 #include "kernels/pool.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "kernels/launch.h"
+#include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/pipeline.h"
 #include "runtime/stream.h"
@@ -31,8 +33,16 @@ struct PoolPush {
   int32_t flags;
   int32_t in_dtype;
   int32_t out_dtype;
+  uint64_t split;  // forward split: PoolSplit address (0: one pass)
 };
-static_assert(sizeof(PoolPush) == 120);
+static_assert(sizeof(PoolPush) == 128);
+
+// Mirrors `PoolSplit` in shaders/pool.comp.
+struct PoolSplitBlock {
+  uint64_t state;
+  int32_t begin, end, last, outputs;
+};
+static_assert(sizeof(PoolSplitBlock) == 24);
 
 // Mirrors `UnpoolPush` in shaders/pool.comp (MaxUnpool and FractionalMax).
 struct UnpoolPush {
@@ -88,6 +98,31 @@ int64_t checked_numel(int64_t batch, int64_t channels, const std::array<int64_t,
   return n;
 }
 
+// Whether an invocation's nested window loops (extent[0] x extent[1] x extent[2], every
+// level's iterations counted, per element it produces) fit the device's loop budget; throws
+// when they do not and `fatal`.
+bool window_loops_fit(Stream& stream, int64_t produced, const int64_t extent[3], bool fatal) {
+  const int64_t budget = loop_budget(stream);
+  if (budget == INT64_MAX) return true;
+  const int64_t step = int64_t{group_count(stream, produced, kWorkgroup)} * kWorkgroup;
+  const int64_t per_invocation = (produced + step - 1) / step;
+  int64_t level = 1, total = 1;
+  for (int k = 0; k < 3; ++k) {
+    level = std::min<int64_t>(level * std::max<int64_t>(extent[k], 1), int64_t{1} << 40);
+    total += level;
+  }
+  if (per_invocation * total <= budget) return true;
+  if (fatal)
+    invalid(kWhere, "pooling windows of " + std::to_string(level) +
+                        " elements exceed the device's loop-iteration limit (max_loop_iterations " +
+                        std::to_string(stream.device().caps().max_loop_iterations) + ")");
+  return false;
+}
+
+void check_window_loops(Stream& stream, int64_t produced, const int64_t extent[3]) {
+  window_loops_fit(stream, produced, extent, true);
+}
+
 // MaxUnpool and FractionalMax: their own push layout.
 void unpool_or_fractional(Stream& stream, const Pool& p) {
   const bool unpool = p.op == PoolOp::MaxUnpool;
@@ -124,6 +159,8 @@ void unpool_or_fractional(Stream& stream, const Pool& p) {
     if (p.batch * p.channels * p.sample_dims > kMaxIndex)
       invalid(kWhere, "samples: more elements than the kernel's 32-bit index range");
   }
+
+  if (!unpool) check_window_loops(stream, produced, p.kernel.data());
 
   const std::string name = std::string("pool.") + op_name(p.op) + "." + kind_name;
   const ShaderBinary* shader = find_shader(name);
@@ -215,6 +252,19 @@ void pool(Stream& stream, const Pool& p) {
   if (p.divisor_override > kMaxIndex || p.divisor_override < -kMaxIndex)
     invalid(kWhere, "divisor_override exceeds int32");
 
+  // An invocation walks its window (forward) or the outputs covering its element (backward)
+  // in nested loops. Past a device's loop limit (loop_budget) the forward walks the window in
+  // passes (see PoolSplit in the shader); the backward raises.
+  int64_t extent[3];
+  for (int k = 0; k < 3; ++k) {
+    if (adaptive)
+      extent[k] = backward ? (p.out_size[k] + p.in_size[k] - 1) / p.in_size[k] + 1
+                           : (p.in_size[k] + p.out_size[k] - 1) / p.out_size[k] + 1;
+    else
+      extent[k] = backward ? (p.kernel[k] - 1) * p.dilation[k] / p.stride[k] + 2 : p.kernel[k];
+  }
+  const bool split = !window_loops_fit(stream, produced, extent, backward);
+
   const std::string name = std::string("pool.") + op_name(p.op) + "." + kind_name;
   const ShaderBinary* shader = find_shader(name);
   if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
@@ -243,7 +293,30 @@ void pool(Stream& stream, const Pool& p) {
   else
     spec = {UINT32_MAX, UINT32_MAX};
   VkPipeline pipeline = stream.device().pipelines().get(*shader, kWorkgroup, spec);
-  stream.dispatch(pipeline, group_count(stream, produced, kWorkgroup), 1, 1, &push, sizeof(push));
+  const uint32_t groups = group_count(stream, produced, kWorkgroup);
+  if (!split) {
+    stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+    return;
+  }
+  const int64_t window = extent[0] * extent[1] * extent[2];  // >= every output's window
+  if (window > kMaxIndex) invalid(kWhere, "pooling windows beyond the kernel's 32-bit index range");
+  const int64_t step = int64_t{groups} * kWorkgroup;
+  const int64_t range = loop_chunk(stream, window, (produced + step - 1) / step, 8 * ((produced + step - 1) / step));
+  Allocator& allocator = stream.device().allocator();
+  const uint64_t state = allocator.allocate(static_cast<uint64_t>(produced) * 12 + 8, stream.id());
+  try {
+    for (int64_t w0 = 0; w0 < window; w0 += range) {
+      PoolSplitBlock block{state, static_cast<int32_t>(w0),
+                           static_cast<int32_t>(std::min(window, w0 + range)),
+                           static_cast<int32_t>(window), static_cast<int32_t>(produced)};
+      push.split = stream.upload_params(&block, sizeof(block));
+      stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+    }
+  } catch (...) {
+    allocator.free(state);
+    throw;
+  }
+  allocator.free(state);  // stream order: later reuse is ordered after these dispatches
 }
 
 }  // namespace tvk::kernels

@@ -192,8 +192,26 @@ ComputeKind check_common(const char* where, Stream& stream, ReduceOp op, Compute
   return acc;
 }
 
+// Loop iterations one invocation of `p` runs (for loop_budget): the grid-stride loop over
+// its outputs (work items), the index decoding loops over the dims, the reduced elements it
+// accumulates and the workgroup tree (log2 steps, plus the subgroup partials' loop).
+int64_t loop_cost(Stream& stream, const Pass& p, int mode, int64_t split, int64_t chunk) {
+  const int64_t wg = tuning().reduce_workgroup;
+  const int64_t items = mode == kModeThread ? p.out_numel : p.out_numel * split;
+  const int64_t lanes = mode == kModeThread ? wg : 1;
+  const int64_t groups = group_count(stream, items, static_cast<uint32_t>(lanes));
+  const int64_t per_invocation = (items + groups * lanes - 1) / (groups * lanes);
+  const int64_t per_element = p.red_dims.ndim > 1 ? 1 + p.red_dims.ndim : 1;
+  const int64_t elements = mode == kModeThread ? p.red_numel : (chunk + wg - 1) / wg;
+  const int64_t fixed = 1 + (p.out_dims.ndim > 1 ? p.out_dims.ndim : 0) +
+                        (mode == kModeThread ? 0 : 2 * 9 + wg / 4);
+  return per_invocation * (fixed + elements * per_element);
+}
+
 // Records `pass` (geometry, operands and transforms filled in) with the strategy chosen from
-// the shape, splitting long reductions of few outputs over two passes.
+// the shape, splitting long reductions of few outputs over two passes. On devices that limit
+// an invocation's loop iterations (loop_budget), a strategy whose invocations would run past
+// the limit gives way: Thread to Workgroup, Workgroup to Split, Split to more partials.
 void run(Stream& stream, ReduceOp op, ComputeKind acc, Pass pass) {
   const int64_t out_numel = pass.out_numel, reduced_numel = pass.red_numel;
   const Dims& out_dims = pass.out_dims;
@@ -211,6 +229,12 @@ void run(Stream& stream, ReduceOp op, ComputeKind acc, Pass pass) {
     else
       strategy = S::Workgroup;
   }
+  const int64_t budget = loop_budget(stream);
+  if (strategy == S::Thread && loop_cost(stream, pass, kModeThread, 1, 0) > budget)
+    strategy = S::Workgroup;
+  if (strategy == S::Workgroup &&
+      loop_cost(stream, pass, kModeWorkgroup, 1, reduced_numel) > budget)
+    strategy = S::Split;
   if (strategy == S::Split && reduced_numel < 2) strategy = S::Workgroup;
 
   if (strategy == S::Thread || strategy == S::Workgroup) {
@@ -225,6 +249,10 @@ void run(Stream& stream, ReduceOp op, ComputeKind acc, Pass pass) {
   int64_t max_items = std::max<int64_t>(2, 4096 / out_numel);
   split = std::clamp<int64_t>(split, 2, std::min<int64_t>(max_items, reduced_numel));
   int64_t chunk = (reduced_numel + split - 1) / split;
+  // Shorter chunks (more partials) while pass 1's invocations would exceed the loop budget.
+  while (chunk > 1 && loop_cost(stream, pass, kModeWorkgroup, (reduced_numel + chunk - 1) / chunk,
+                                chunk) > budget)
+    chunk = (chunk + 1) / 2;
   split = (reduced_numel + chunk - 1) / chunk;  // no empty chunks
   if (out_numel * split > kMaxIndex) invalid(kWhere, "too many partial results");
   DType partial_dtype = acc_storage(acc);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/launch.h"
+#include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/pipeline.h"
 #include "runtime/stream.h"
@@ -39,8 +40,10 @@ struct BagPush {
   int32_t padding_idx;
   int32_t mode;
   int32_t lanes;
+  uint64_t state_addr;  // bag_forward split (0: one pass)
+  int32_t i_begin, i_end;
 };
-static_assert(sizeof(BagPush) == 104);
+static_assert(sizeof(BagPush) == 120);
 
 // Mirrors the OP >= 3 `Push` in shaders/segment.comp.
 struct SegPush {
@@ -56,8 +59,10 @@ struct SegPush {
   int32_t inner;
   int32_t reduce;
   int32_t has_initial;
+  uint64_t state;  // split passes (0: one pass)
+  int32_t l_begin, l_end, phase, pad;
 };
-static_assert(sizeof(SegPush) == 72);
+static_assert(sizeof(SegPush) == 96);
 
 constexpr const char* kWhere = "tvk::kernels::embedding_bag";
 constexpr uint32_t kWorkgroup = 64;
@@ -190,7 +195,39 @@ void embedding_bag_forward(Stream& stream, const EmbeddingBagForward& p) {
   }
   launch(stream, "bag_offset2bag", false, check, std::max<int64_t>(p.num_indices, 1), DType::Float32,
          index_dt, p.offsets.dtype, o2b_dt);
-  launch(stream, "bag_forward", f64, push, p.num_bags, float_dt, index_dt, p.offsets.dtype, result_dt);
+  // A bag may hold every index: per bag an item owns, lane 0's count and each of its columns
+  // walk up to num_indices positions. Under a device loop limit (loop_budget) the positions
+  // are split into passes carrying the per-column state (see the shader).
+  const int64_t per_group = kWorkgroup / push.lanes;
+  const int64_t items_step = int64_t{group_count(stream, p.num_bags, static_cast<uint32_t>(per_group))} * per_group;
+  const int64_t bags_per_item = (p.num_bags + items_step - 1) / items_step;
+  const int64_t columns = (p.dim + push.lanes - 1) / push.lanes;
+  const int64_t budget = loop_budget(stream);
+  const int64_t whole = bags_per_item * (1 + p.num_indices + columns * (1 + p.num_indices));
+  if (whole <= budget || p.dim == 0) {
+    launch(stream, "bag_forward", f64, push, p.num_bags, float_dt, index_dt, p.offsets.dtype, result_dt);
+    return;
+  }
+  const int64_t range = (budget / bags_per_item - 1) / std::max<int64_t>(columns, 1) - 1;
+  if (range < 1)
+    invalid(kWhere, "too many bags for the device's loop-iteration limit (max_loop_iterations)");
+  const int64_t cells = p.num_bags * p.dim;
+  const int64_t acc_bytes = cells * (f64 ? 8 : 4);
+  const uint64_t bytes = static_cast<uint64_t>(((acc_bytes + cells * 4 + 7) & ~int64_t{7}) + cells * 8);
+  Allocator& allocator = stream.device().allocator();
+  const uint64_t state = allocator.allocate(bytes, stream.id());
+  push.state_addr = state;
+  try {
+    for (int64_t i0 = 0; i0 < p.num_indices; i0 += range) {
+      push.i_begin = static_cast<int32_t>(i0);
+      push.i_end = static_cast<int32_t>(std::min(p.num_indices, i0 + range));
+      launch(stream, "bag_forward", f64, push, p.num_bags, float_dt, index_dt, p.offsets.dtype, result_dt);
+    }
+  } catch (...) {
+    allocator.free(state);
+    throw;
+  }
+  allocator.free(state);  // stream order: later reuse is ordered after these dispatches
 }
 
 void embedding_bag_offset2bag(Stream& stream, int64_t num_indices, int64_t num_bags,
@@ -250,8 +287,45 @@ void embedding_bag_backward(Stream& stream, const EmbeddingBagBackward& p) {
   push.padding_idx = static_cast<int32_t>(p.padding_idx);
   push.mode = (p.mean ? 1 : 0) | (p.scale_grad_by_freq ? 2 : 0);
   push.lanes = lanes_for(p.dim);
-  launch(stream, "bag_backward", f64, push, p.num_indices, p.grad.dtype, p.sorted_indices.dtype,
-         p.permutation.dtype, p.offset2bag.dtype);
+  // A run of equal indices may span every position: per position an item owns, the run scan
+  // and each of its columns walk up to num_indices positions. Under a device loop limit
+  // (loop_budget) the sorted positions are split into passes, a run crossing a pass boundary
+  // carrying its partial sums to the next pass (see the shader).
+  const int64_t per_group = kWorkgroup / push.lanes;
+  const int64_t columns = (p.dim + push.lanes - 1) / push.lanes;
+  auto per_item_cost = [&](int64_t positions) {
+    const int64_t step = int64_t{group_count(stream, positions, static_cast<uint32_t>(per_group))} * per_group;
+    return (positions + step - 1) / step;
+  };
+  const int64_t budget = loop_budget(stream);
+  if (per_item_cost(p.num_indices) * (1 + p.num_indices + columns * (1 + p.num_indices)) <= budget) {
+    launch(stream, "bag_backward", f64, push, p.num_indices, p.grad.dtype, p.sorted_indices.dtype,
+           p.permutation.dtype, p.offset2bag.dtype);
+    return;
+  }
+  // Per pass of `range` positions (one item per invocation when range fits the grid): two
+  // binary searches (<= 32 steps each) and the columns' walks over at most `range` positions.
+  int64_t range = (budget - 1 - 64) / std::max<int64_t>(columns, 1) - 1;
+  range = std::min(range, int64_t{group_count(stream, p.num_indices, static_cast<uint32_t>(per_group))} * per_group);
+  if (range < 1)
+    invalid(kWhere, "embedding dims this large exceed the device's loop-iteration limit (max_loop_iterations)");
+  const int64_t passes = (p.num_indices + range - 1) / range;
+  const uint64_t slot = static_cast<uint64_t>(p.dim) * (f64 ? 8 : 4);
+  Allocator& allocator = stream.device().allocator();
+  const uint64_t carry = allocator.allocate(slot * static_cast<uint64_t>(passes + 1), stream.id());
+  try {
+    for (int64_t c = 0; c < passes; ++c) {
+      push.state_addr = carry + slot * static_cast<uint64_t>(c);
+      push.i_begin = static_cast<int32_t>(c * range);
+      push.i_end = static_cast<int32_t>(std::min(p.num_indices, (c + 1) * range));
+      launch(stream, "bag_backward", f64, push, push.i_end - push.i_begin, p.grad.dtype,
+             p.sorted_indices.dtype, p.permutation.dtype, p.offset2bag.dtype);
+    }
+  } catch (...) {
+    allocator.free(carry);
+    throw;
+  }
+  allocator.free(carry);  // stream order: later reuse is ordered after these dispatches
 }
 
 namespace {
@@ -303,7 +377,36 @@ void run_segment(Stream& stream, const SegmentReduce& p, bool backward, Operand 
                                       static_cast<uint32_t>(p.offsets.dtype), static_cast<uint32_t>(DType::Int64)};
   const uint32_t wg = 64;
   VkPipeline pipeline = stream.device().pipelines().get(*shader, wg, spec);
-  stream.dispatch(pipeline, group_count(stream, out_numel, wg), 1, 1, &push, sizeof(push));
+  const uint32_t groups = group_count(stream, out_numel, wg);
+  // A segment may span the whole axis: per output an invocation owns, up to two walks over it
+  // (max / min backward: ties, then stores). Under a device loop limit (loop_budget) the axis
+  // is split into passes (see the shader).
+  const int64_t step = int64_t{groups} * wg;
+  const int64_t per_invocation = (out_numel + step - 1) / step;
+  const bool two_walks = backward && (op == 2 || op == 3);
+  const int64_t range = loop_chunk(stream, p.axis_size, per_invocation * (two_walks ? 2 : 1), per_invocation);
+  if (range >= p.axis_size) {
+    stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+    return;
+  }
+  const int64_t pass_range = loop_chunk(stream, p.axis_size, per_invocation, per_invocation);
+  Allocator& allocator = stream.device().allocator();
+  const uint64_t state = allocator.allocate(static_cast<uint64_t>(out_numel) * 8, stream.id());
+  push.state = state;
+  try {
+    for (int phase = two_walks ? 0 : 1; phase < 2; ++phase) {
+      for (int64_t l0 = 0; l0 < p.axis_size; l0 += pass_range) {
+        push.phase = phase;
+        push.l_begin = static_cast<int32_t>(l0);
+        push.l_end = static_cast<int32_t>(std::min(p.axis_size, l0 + pass_range));
+        stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+      }
+    }
+  } catch (...) {
+    allocator.free(state);
+    throw;
+  }
+  allocator.free(state);  // stream order: later reuse is ordered after these dispatches
 }
 
 }  // namespace

@@ -99,6 +99,21 @@ void softmax(Stream& stream, const Softmax& p) {
     else  // strided rows: a thread per row is coalesced; few long rows need workgroups
       strategy = (rows >= 1024 || p.dim <= 64) ? S::Thread : S::Workgroup;
   }
+  // Loop iterations of an invocation (loop_budget): per row it owns, the row loop and two
+  // passes over its elements (Thread) or over its share of them plus the tree (Workgroup).
+  // Thread rows that would exceed a device's loop limit go to Workgroup.
+  auto loop_cost = [&](S s) {
+    const uint32_t w = s == S::Thread ? 64 : workgroup_for(p.dim);
+    const int64_t lanes = s == S::Thread ? w : 1;
+    const int64_t step = int64_t{group_count(stream, rows, static_cast<uint32_t>(lanes))} * lanes;
+    const int64_t per_row = s == S::Thread ? 1 + 2 * p.dim : 1 + 2 * ((p.dim + w - 1) / w) + 2 * 9 + w / 4;
+    return (rows + step - 1) / step * per_row;
+  };
+  const int64_t budget = loop_budget(stream);
+  if (strategy == S::Thread && loop_cost(S::Thread) > budget) strategy = S::Workgroup;
+  if (loop_cost(strategy) > budget)
+    invalid(kWhere, "rows of " + std::to_string(p.dim) +
+                        " elements exceed the device's loop-iteration limit (max_loop_iterations)");
   const int mode = strategy == S::Thread ? kModeThread : kModeWorkgroup;
   const uint32_t wg = mode == kModeThread ? 64 : workgroup_for(p.dim);
 

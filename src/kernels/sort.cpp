@@ -9,10 +9,12 @@
 #include "kernels/sort.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "kernels/launch.h"
+#include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/pipeline.h"
 #include "runtime/stream.h"
@@ -183,7 +185,36 @@ void select_from_sorted(Stream& stream, const char* op, int first, int64_t outer
   push.first = first;
   const uint32_t wg = 64;
   const VkPipeline pipeline = pipeline_for(stream, op, sorted_values.dtype, wg);
-  stream.dispatch(pipeline, group_count(stream, outer * inner, wg), 1, 1, &push, sizeof(push));
+  const int64_t rows = outer * inner;
+  const uint32_t groups = group_count(stream, rows, wg);
+  // mode walks its row serially: under a device loop limit (loop_budget), ranges of the row
+  // per dispatch with the run state in a scratch buffer (see the shader). median is a binary
+  // search.
+  const int64_t step = int64_t{groups} * wg;
+  const int64_t rows_per_invocation = (rows + step - 1) / step;
+  const int64_t chunk = std::strcmp(op, "mode") == 0
+                            ? loop_chunk(stream, n, rows_per_invocation, rows_per_invocation)
+                            : n;
+  if (chunk >= n) {
+    stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+    return;
+  }
+  if (rows_per_invocation > 1)
+    invalid(kWhere, "mode: too many rows for the device's loop-iteration limit");
+  Allocator& allocator = stream.device().allocator();
+  const uint64_t state = allocator.allocate(static_cast<uint64_t>(rows) * 12, stream.id());
+  push.keys_b = state;
+  try {
+    for (int64_t j0 = 0; j0 < n; j0 += chunk) {
+      push.seg = static_cast<int32_t>(j0);
+      push.out_len = static_cast<int32_t>(std::min(n, j0 + chunk));
+      stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+    }
+  } catch (...) {
+    allocator.free(state);
+    throw;
+  }
+  allocator.free(state);  // stream order: later reuse is ordered after these dispatches
 }
 
 }  // namespace

@@ -100,6 +100,23 @@ void upsample(Stream& stream, const Upsample& p) {
   check_operand(p.out, "output", f64);
   check_operand(p.in, "input", f64);
 
+  if (p.backward) {
+    // An invocation gathers over the outputs whose taps reach its element: per dim about
+    // out / in of them plus the taps, found by two binary searches. Not split: gathers past a
+    // device's loop limit (loop_budget; huge upscaling factors) raise.
+    const bool nearest_mode = p.mode == UpsampleMode::Nearest || p.mode == UpsampleMode::NearestExact;
+    const int64_t taps = nearest_mode ? 1 : p.mode == UpsampleMode::Cubic ? 4 : 2;
+    int64_t level = 1, total = 1;
+    for (int k = 0; k < 3; ++k) {
+      level *= (p.out_size[k] + p.in_size[k] - 1) / p.in_size[k] + taps + 1;
+      total += level + 2 * 25;
+    }
+    const int64_t step = int64_t{group_count(stream, produced, kWorkgroup)} * kWorkgroup;
+    if ((produced + step - 1) / step * total > loop_budget(stream))
+      invalid(kWhere, "upsampling factors this large exceed the device's loop-iteration limit "
+                      "in the backward pass (max_loop_iterations)");
+  }
+
   const std::string name = std::string("upsample.") + mode_name(p.mode) +
                            (p.backward ? ".backward" : ".forward") + (f64 ? ".float64" : ".float32");
   const ShaderBinary* shader = find_shader(name);
@@ -372,6 +389,16 @@ void resample(Stream& stream, const Resample& p) {
     table = upload_table(stream, start, index, weights);
   }
 
+  // Each output walks its taps once: not split, tables past a device's loop
+  // limit (loop_budget; huge anti-aliased downscaling factors) raise.
+  {
+    int64_t widest = 0;
+    for (size_t d = 0; d + 1 < start.size(); ++d) widest = std::max<int64_t>(widest, start[d + 1] - start[d]);
+    const int64_t step = int64_t{group_count(stream, produced, kWorkgroup)} * kWorkgroup;
+    if ((produced + step - 1) / step * (widest + 2) > loop_budget(stream))
+      invalid(kResampleWhere, "resampling factors this large exceed the device's loop-iteration "
+                              "limit (max_loop_iterations)");
+  }
   const std::string name = std::string("upsample.table.") + (u8 ? "uint8" : f64 ? "float64" : "float32");
   const ShaderBinary* shader = find_shader(name);
   if (!shader) invalid(kResampleWhere, "no shader variant '" + name + "' (stale build?)");
