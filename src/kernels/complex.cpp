@@ -284,8 +284,9 @@ void complex_rows(Stream& stream, const ComplexRows& p) {
   int64_t count = p.row_length;
   if (per_workgroup) {
     const int64_t shares_total = (p.row_length + workgroup - 1) / workgroup;
+    // The tree: log2(128) steps of one iteration and one barrier, plus two barriers.
     const int64_t shares = loop_chunk(stream, shares_total, per_invocation * per_element,
-                                      per_invocation * (geo.ndim + 10));
+                                      per_invocation * (geo.ndim + 2 * 7 + 4));
     count = shares >= shares_total ? p.row_length : shares * workgroup;
   } else {
     count = loop_chunk(stream, p.row_length, per_invocation * per_element,

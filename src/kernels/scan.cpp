@@ -131,7 +131,9 @@ void scan(Stream& stream, const Scan& p) {
 
   // Loop iterations per invocation: each invocation (thread mode) / workgroup (workgroup
   // mode) walks `per_invocation` rows; a row costs one iteration per element (thread) or per
-  // tile plus the tile's workgroup scan (log2(wg) steps, or one per subgroup).
+  // tile plus the tile's workgroup scan. lavapipe counts every barrier() as an iteration too:
+  // the shared-memory scan runs log2(wg) steps of one iteration and two barriers, the
+  // subgroup scan one iteration per subgroup; both add two barriers.
   const int64_t lanes = mode == kModeThread ? int64_t{groups} * wg : int64_t{groups};
   const int64_t per_invocation = (rows + lanes - 1) / lanes;
   int64_t count = p.dim;
@@ -139,10 +141,12 @@ void scan(Stream& stream, const Scan& p) {
     count = loop_chunk(stream, p.dim, per_invocation, 2 * per_invocation);
   } else {
     const bool subgroup_variant = name.size() > 9 && name.compare(name.size() - 9, 9, ".subgroup") == 0;
-    const int64_t steps = subgroup_variant ? wg / std::max<uint32_t>(caps.subgroup_size, 1)
-                                           : 32 - __builtin_clz(wg);
+    const int64_t log2_wg = 31 - __builtin_clz(wg);
+    const int64_t scan_cost = subgroup_variant ? wg / std::max<uint32_t>(caps.subgroup_size, 1) + 2
+                                               : 3 * log2_wg + 2;
     const int64_t tiles_total = (p.dim + wg - 1) / wg;
-    const int64_t tiles = loop_chunk(stream, tiles_total, per_invocation * (steps + 2), per_invocation);
+    const int64_t tiles =
+        loop_chunk(stream, tiles_total, per_invocation * (scan_cost + 2), per_invocation * 2);
     count = tiles >= tiles_total ? p.dim : tiles * wg;
   }
   uint64_t carries = 0, carry_indices = 0;

@@ -35,8 +35,10 @@ def test_cumsum_long_column_thread_mode():
 
 
 def test_cumsum_long_row_workgroup_mode():
-    # One workgroup walks the row in tiles: past ~490k elements without the split.
-    x = torch.arange(600_000, dtype=torch.int64) % 5
+    # One workgroup walks the row in tiles of 256, each with a shared-memory scan of 8 steps
+    # (two barriers each; lavapipe counts barriers as iterations): past ~620k elements in
+    # int64 without the split, ~490k in float32 (subgroup scan).
+    x = torch.arange(1_000_000, dtype=torch.int64) % 5
     assert torch.equal(x.to("vk").cumsum(0).cpu(), x.cumsum(0))
     y = make((600_000,), torch.float32, low=-1, high=1)
     torch.testing.assert_close(y.to("vk").cumsum(0).cpu(), y.cumsum(0), atol=2e-3, rtol=1e-4)
@@ -46,6 +48,14 @@ def test_cummax_long_column():
     x = make((70000, 2), torch.float32, seed=3)
     values, indices = x.to("vk").cummax(0)
     ref_values, ref_indices = x.cummax(0)
+    assert torch.equal(values.cpu(), ref_values)
+    assert torch.equal(indices.cpu(), ref_indices)
+
+
+def test_cummin_long_row():
+    x = make((700_000,), torch.float32, seed=4)
+    values, indices = x.to("vk").cummin(0)
+    ref_values, ref_indices = x.cummin(0)
     assert torch.equal(values.cpu(), ref_values)
     assert torch.equal(indices.cpu(), ref_indices)
 
