@@ -127,12 +127,30 @@ for dtype in (torch.complex64, torch.complex128):
     close(many.to("vk").prod(1), many.prod(1), atol=1e-4, rtol=1e-4)
     close(many.to("vk").cumprod(1), many.cumprod(1), atol=1e-4, rtol=1e-4)
     close(torch.ones(3, 0, dtype=dtype, device="vk").prod(1), torch.ones(3, 0, dtype=dtype).prod(1))
+
+# torch.compile's generated reduction / row kernels (one workgroup per row) give way to the
+# eager ops, which split, when a row would pass the budget.
+def row_sum(a):
+    return (torch.sin(a) * 2.0).sum(-1)
+
+def row_softmax(a):
+    e = torch.exp(a - a.amax(-1, keepdim=True))
+    return e / e.sum(-1, keepdim=True)
+
+x = make((64, 70000), torch.float32, seed=9)
+for fn in (row_sum, row_softmax):
+    compiled = torch.compile(fn, backend="vk")
+    compiled(x.to("vk"))
+    before = torch_vk.stats()["dispatches"]
+    got = compiled(x.to("vk"))
+    assert torch_vk.stats()["dispatches"] - before >= 2, fn  # not one generated kernel
+    close(got, fn(x), atol=1e-4, rtol=1e-4)
 torch.vk.synchronize()
 print("ok")
 """
 
 
-def test_tiny_budget_splits_every_scan():
+def test_tiny_budget_splits_every_scan_and_generated_rows():
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, TORCH_VK_MAX_LOOP_ITERATIONS="300")
     r = subprocess.run([sys.executable, "-c", _TINY_BUDGET_SCRIPT, here], env=env,

@@ -46,6 +46,28 @@ LONG_ROW = 1 << 16
 MIN_ROWS_FOR_LONG_ROWS = 64
 
 
+_LOOP_LIMITS: dict[int, int] = {}
+
+
+def within_loop_budget(device: torch.device, rows: int, reduced: int, workgroup: int,
+                       passes: int) -> bool:
+    """Whether one workgroup per row stays within the device's loop-iteration limit
+    (DeviceCapabilities::max_loop_iterations: lavapipe ends every loop of an invocation after
+    65535 iterations, counting barriers). A workgroup walks ceil(rows / groups) rows; per row
+    and pass, its share of the row plus the tree (log2(workgroup) steps of an iteration and a
+    barrier) and three barriers. Outside the budget the eager ops run (they split the work)."""
+    index = device.index or 0
+    limit = _LOOP_LIMITS.get(index)
+    if limit is None:
+        limit = _LOOP_LIMITS[index] = int(
+            _native()._get_device_properties(index).get("max_loop_iterations", 0))
+    if limit == 0:
+        return True
+    per_group = -(-rows // min(rows, MAX_GROUPS))
+    per_pass = -(-reduced // workgroup) + 2 * (workgroup.bit_length() - 1) + 3
+    return per_group * (1 + passes * per_pass) <= limit - limit // 8
+
+
 def too_few_rows(rows: int, reduced: int) -> bool:
     """True when `rows` rows of `reduced` elements are too few, too long rows for one
     workgroup per row (see LONG_ROW)."""
@@ -296,6 +318,9 @@ class ReductionKernel:
                                                    0 if float_args else n_scalars,
                                                    n_scalars if float_args else 0)
         workgroup = _workgroup_for(reduced)
+        device = tensors[0].device if tensors else torch.device("vk")
+        if not within_loop_budget(device, rows, reduced, workgroup, 1):
+            return _Variant(-1, 0, 0, out_strides)
         source = generate_reduction(self.program, self.value_step, self.op, self.mean, sizes_p,
                                     strides_p, rows, reduced, self.result_dtype, workgroup,
                                     indirect, self.name)

@@ -34,7 +34,8 @@ from torch_vk.compiler import glsl
 from torch_vk.compiler.kernel import (MAX_GROUPS, _broadcast_strides, _dump_source, _native,
                                       _output_strides, eager_runner, variant_for)
 from torch_vk.compiler.reduction import (_COMBINE, _IDENTITY, ReductionPlan, _static,
-                                         _workgroup_for, plan_of, too_few_rows)
+                                         _workgroup_for, plan_of, too_few_rows,
+                                         within_loop_budget)
 
 
 @dataclass
@@ -346,6 +347,10 @@ class RowKernel:
         n_addresses = len(strides) + len(self.reduction_meta)
         indirect = _native()._generated_args_indirect(n_addresses, 0, len(self.scalar_inputs))
         workgroup = _workgroup_for(reduced)
+        passes = len(self.passes) + (1 if self.program.outputs else 0)
+        device = tensors[0].device if tensors else torch.device("vk")
+        if not within_loop_budget(device, rows, reduced, workgroup, passes):
+            return _Variant(-1, 0, 0, out_strides)
         source = self.generate(sizes_p, strides_p, rows, reduced, workgroup, indirect)
         _dump_source(f"{self.name}_{len(self.variants)}.comp", source)
         kernel_id = _native()._compile_kernel(source, self.name)
