@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "aten/complex_storage.h"
+#include "aten/batched_matrix.h"
 #include "aten/launch.h"
 #include "aten/vk_backend.h"
 #include "aten/vk_common.h"
@@ -37,31 +38,6 @@ namespace tvk::aten {
 namespace {
 
 using at::Tensor;
-
-// The single stride that steps through all batch dims (all but the last `core`) of `t` in
-// row-major order, or nullopt when they do not collapse to one.
-std::optional<int64_t> batch_stride(const Tensor& t, int64_t core) {
-  int64_t stride = 0, expected = 0;
-  bool have = false;
-  for (int64_t d = t.dim() - core - 1; d >= 0; --d) {
-    if (t.size(d) == 1) continue;
-    if (!have) {
-      stride = t.stride(d);
-      expected = stride * t.size(d);
-      have = true;
-    } else {
-      if (t.stride(d) != expected) return std::nullopt;
-      expected *= t.size(d);
-    }
-  }
-  return stride;
-}
-
-int64_t batch_count(const Tensor& t, int64_t core) {
-  int64_t n = 1;
-  for (int64_t d = 0; d < t.dim() - core; ++d) n *= t.size(d);
-  return n;
-}
 
 std::vector<int64_t> values_shape(const Tensor& A) { return std::vector<int64_t>(A.sizes().begin(), A.sizes().end() - 1); }
 

@@ -24,6 +24,7 @@
 #include <tuple>
 #include <vector>
 
+#include "aten/batched_matrix.h"
 #include "aten/launch.h"
 #include "aten/ops_reduce.h"
 #include "aten/vk_common.h"
@@ -33,32 +34,6 @@ namespace tvk::aten {
 namespace {
 
 using kernels::ComputeKind;
-
-// The single stride that steps through all batch dims (all dims but the last `core`) of `t`
-// in row-major order, or nullopt when they do not collapse to one.
-std::optional<int64_t> batch_stride(const at::Tensor& t, int64_t core) {
-  int64_t stride = 0;
-  bool have = false;
-  int64_t expected = 0;
-  for (int64_t d = t.dim() - core - 1; d >= 0; --d) {
-    if (t.size(d) == 1) continue;
-    if (!have) {
-      stride = t.stride(d);
-      expected = stride * t.size(d);
-      have = true;
-    } else {
-      if (t.stride(d) != expected) return std::nullopt;
-      expected *= t.size(d);
-    }
-  }
-  return stride;
-}
-
-int64_t batch_count(const at::Tensor& t, int64_t core) {
-  int64_t n = 1;
-  for (int64_t d = 0; d < t.dim() - core; ++d) n *= t.size(d);
-  return n;
-}
 
 // An output the kernel writes: the tensor itself when its batch dims collapse, else a
 // same-strided-core temporary copied back by finish().

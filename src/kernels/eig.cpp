@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <string>
 
+#include "kernels/batched_matrix.h"
 #include "kernels/launch.h"
 #include "runtime/device.h"
 #include "runtime/pipeline.h"
@@ -57,38 +58,11 @@ constexpr int64_t kWorkBudget = 32000;
 constexpr int64_t kQrBudget = 24000;  // the QR dispatch's own count of its loop iterations
 constexpr int32_t kFlagLastBalance = 2;
 
-int32_t narrow(int64_t v, const char* what) {
-  if (v < 0 || v > kMaxIndex) invalid(kWhere, std::string(what) + " out of the 32-bit index range");
-  return static_cast<int32_t>(v);
-}
-
-// Checks that every offset of a (d0, d1, d2) operand, plus `extra` (1 for the imaginary part
-// of a complex operand's real view), fits in int32 and narrows the strides.
-void strides3(const int64_t* s, int64_t d0, int64_t d1, int64_t d2, int64_t extra, int32_t* out,
-              const char* what) {
-  const int64_t dims[3] = {d0, d1, d2};
-  int64_t reach = extra;
-  for (int d = 0; d < 3; ++d) {
-    if (s[d] < 0) invalid(kWhere, std::string(what) + ": negative stride");
-    if (dims[d] > 1) {
-      int64_t term = 0;
-      if (__builtin_mul_overflow(dims[d] - 1, s[d], &term) || __builtin_add_overflow(reach, term, &reach))
-        invalid(kWhere, std::string(what) + ": offsets out of the 32-bit index range");
-    }
-    out[d] = dims[d] > 1 ? narrow(s[d], what) : 0;
-  }
-  narrow(reach, what);
-}
+int32_t narrow(int64_t v, const char* what) { return narrow_index(kWhere, v, what); }
 
 void check(const Operand& op, const char* what, DType dtype, bool f64) {
   check_operand(kWhere, op, what, f64);
   if (op.dtype != dtype) invalid(kWhere, std::string(what) + ": wrong dtype");
-}
-
-uint32_t workgroup_for(int64_t n) {
-  uint32_t wg = 32;
-  while (wg < 256 && static_cast<int64_t>(wg) < n) wg *= 2;
-  return wg;
 }
 
 struct Prepared {
@@ -119,15 +93,15 @@ Prepared prepare(Stream& stream, const GeneralEigen& e) {
   check(e.values, "values", dtype, p.f64);
   check(e.work, "work", dtype, p.f64);
   check(e.state, "state", DType::Int32, p.f64);
-  strides3(e.in_strides, e.batch, e.n, e.n, 0, &push.in_sb, "input");
+  matrix_strides(kWhere, e.in_strides, e.batch, e.n, e.n, 0, &push.in_sb, "input");
   int32_t vs[3];
   const int64_t vstr[3] = {e.values_strides[0], e.values_strides[1], 0};
-  strides3(vstr, e.batch, e.n, 1, 1, vs, "values");
+  matrix_strides(kWhere, vstr, e.batch, e.n, 1, 1, vs, "values");
   push.vals_sb = vs[0];
   push.vals_s = vs[1];
   if (e.compute_vectors) {
     check(e.vectors, "vectors", dtype, p.f64);
-    strides3(e.vectors_strides, e.batch, e.n, e.n, 1, &push.vec_sb, "vectors");
+    matrix_strides(kWhere, e.vectors_strides, e.batch, e.n, e.n, 1, &push.vec_sb, "vectors");
     push.vecs_addr = e.vectors.address;
   }
   const int64_t per = general_eigen_work(e.n);
@@ -140,7 +114,7 @@ Prepared prepare(Stream& stream, const GeneralEigen& e) {
   push.work_addr = e.work.address;
   push.state_addr = e.state.address;
   push.vals_addr = e.values.address;
-  p.wg = workgroup_for(e.n);
+  p.wg = matrix_workgroup(e.n);
   return p;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/batched_matrix.h"
 #include "kernels/launch.h"
 #include "runtime/device.h"
 #include "runtime/pipeline.h"
@@ -47,38 +48,16 @@ constexpr int kDefaultSweeps = 40;
 // Phases of OP 0 / 1 (flags bits 3-5 in shaders/orthogonal.comp).
 constexpr int32_t kPhaseInit = 8, kPhaseSweep = 16, kPhaseFinish = 32;
 
-int32_t narrow(int64_t v, const char* what) {
-  if (v < 0 || v > kMaxIndex) invalid(kWhere, std::string(what) + " out of the 32-bit index range");
-  return static_cast<int32_t>(v);
-}
+int32_t narrow(int64_t v, const char* what) { return narrow_index(kWhere, v, what); }
 
-// Checks that every offset of a (batch, rows, cols) operand fits in int32 and returns the
-// strides narrowed.
 void matrix_strides(const int64_t* s, int64_t batch, int64_t rows, int64_t cols, int32_t* out,
                     const char* what) {
-  const int64_t dims[3] = {batch, rows, cols};
-  int64_t reach = 0;
-  for (int d = 0; d < 3; ++d) {
-    if (s[d] < 0) invalid(kWhere, std::string(what) + ": negative stride");
-    if (dims[d] > 1) {
-      int64_t term = 0;
-      if (__builtin_mul_overflow(dims[d] - 1, s[d], &term) || __builtin_add_overflow(reach, term, &reach))
-        invalid(kWhere, std::string(what) + ": offsets out of the 32-bit index range");
-    }
-    out[d] = dims[d] > 1 ? narrow(s[d], what) : 0;
-  }
-  narrow(reach, what);
+  kernels::matrix_strides(kWhere, s, batch, rows, cols, 0, out, what);
 }
 
 void check(const Operand& op, const char* what, DType dtype, bool f64) {
   check_operand(kWhere, op, what, f64);
   if (op.dtype != dtype) invalid(kWhere, std::string(what) + ": dtype must match the kind");
-}
-
-uint32_t workgroup_for(int64_t items) {
-  uint32_t wg = 32;
-  while (wg < 256 && static_cast<int64_t>(wg) < items) wg *= 2;
-  return wg;
 }
 
 struct Prepared {
@@ -107,7 +86,7 @@ void launch(Stream& stream, const Prepared& p, const char* op, int64_t items) {
   const std::string name = std::string("orthogonal.") + op + (p.f64 ? ".float64" : ".float32");
   const ShaderBinary* shader = find_shader(name);
   if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
-  VkPipeline pipeline = stream.device().pipelines().get(*shader, workgroup_for(items), {});
+  VkPipeline pipeline = stream.device().pipelines().get(*shader, matrix_workgroup(items), {});
   const uint32_t groups = group_count(stream, p.push.batch, 1);
   stream.dispatch(pipeline, groups, 1, 1, &p.push, sizeof(p.push));
 }
@@ -146,7 +125,7 @@ void launch_jacobi(Stream& stream, Prepared p, const char* op, int64_t items, in
   const int steps = std::max(1, p.push.n + (p.push.n & 1) - 1);
   // A step: the rotations of its pairs and their application to rows / columns (`items` work
   // items over the workgroup, a few passes) between barriers.
-  const int64_t wg = workgroup_for(items);
+  const int64_t wg = matrix_workgroup(items);
   const int steps_per_dispatch = units_per_dispatch(stream, p, kStepsPerDispatch, 8 + 3 * ceil_div(items, wg));
   p.push.max_sweeps = 1;
   p.push.flags = flags | kPhaseInit;
@@ -266,7 +245,7 @@ void householder_qr(Stream& stream, const HouseholderQR& q) {
   push.vals_addr = q.tau.address;
   // A column: two scaled-norm passes and trees, the scaling, and the trailing update (per
   // trailing column an invocation owns, two walks down the column).
-  const int64_t wg = workgroup_for(q.cols);
+  const int64_t wg = matrix_workgroup(q.cols);
   const int columns = units_per_dispatch(stream, p, kColumnsPerDispatch,
                                          10 + 4 * 8 + 3 * ceil_div(q.rows, wg) +
                                              ceil_div(q.cols, wg) * (2 * q.rows + 2));
@@ -307,7 +286,7 @@ void apply_reflectors(Stream& stream, const ApplyReflectors& a) {
   // A reflector: per column (left) / row (right) of C an invocation owns, two walks over
   // `len`; the identity fill of the first dispatch (orgqr) once.
   const int64_t items = a.left ? a.cols : a.rows;
-  const int64_t wg = workgroup_for(items);
+  const int64_t wg = matrix_workgroup(items);
   const int reflectors = units_per_dispatch(stream, p, kReflectorsPerDispatch,
                                             2 + ceil_div(items, wg) * (2 * len + 2));
   if (a.identity && ceil_div(a.rows * a.cols, wg) > loop_budget(stream) / 2)

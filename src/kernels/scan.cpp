@@ -105,9 +105,10 @@ void scan(Stream& stream, const Scan& p) {
 
   const DeviceCapabilities& caps = stream.device().caps();
   std::string name = std::string("scan.") + op_name(p.op) + "." + compute_kind_name(acc);
-  if (opi <= 1 && acc == ComputeKind::Float32 && mode == kModeWorkgroup && t.subgroups &&
-      caps.subgroup_basic && caps.subgroup_arithmetic)
-    name += ".subgroup";
+  const bool subgroup_variant = opi <= 1 && acc == ComputeKind::Float32 &&
+                                mode == kModeWorkgroup && t.subgroups && caps.subgroup_basic &&
+                                caps.subgroup_arithmetic;
+  if (subgroup_variant) name += ".subgroup";
   const ShaderBinary* shader = find_shader(name);
   if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
 
@@ -140,7 +141,6 @@ void scan(Stream& stream, const Scan& p) {
   if (mode == kModeThread) {
     count = loop_chunk(stream, p.dim, per_invocation, 2 * per_invocation);
   } else {
-    const bool subgroup_variant = name.size() > 9 && name.compare(name.size() - 9, 9, ".subgroup") == 0;
     const int64_t log2_wg = 31 - __builtin_clz(wg);
     const int64_t scan_cost = subgroup_variant ? wg / std::max<uint32_t>(caps.subgroup_size, 1) + 2
                                                : 3 * log2_wg + 2;

@@ -100,14 +100,17 @@ void CapturedGraph::replay(Stream& stream) {
   last_point_ = stream.record_graph(*this);
 }
 
+void CapturedGraph::write_philox(uint64_t seed, uint64_t offset) {
+  const uint64_t block = offset / 4;
+  const uint32_t words[4] = {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
+                             static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32)};
+  for (int i = 0; i < 4; ++i) stream_->fill(philox_block_ + 4 * i, 4, words[i]);
+}
+
 void CapturedGraph::replay(Stream& stream, uint64_t seed, uint64_t offset) {
   if (philox_block_ != 0 && valid_ && state_ == State::Captured && &stream == stream_ &&
-      !stream.capturing()) {
-    const uint64_t block = offset / 4;
-    const uint32_t words[4] = {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
-                               static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32)};
-    for (int i = 0; i < 4; ++i) stream.fill(philox_block_ + 4 * i, 4, words[i]);
-  }
+      !stream.capturing())
+    write_philox(seed, offset);
   replay(stream);  // checks the state and reports what is wrong
 }
 
@@ -120,14 +123,9 @@ uint64_t CapturedGraph::philox_address(uint64_t seed, uint64_t base) {
   philox_.seed = seed;
   philox_.base = base;
   philox_.consumed = 0;
-  const uint64_t block = base / 4;
-  const uint32_t words[4] = {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
-                             static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32)};
-  for (int i = 0; i < 4; ++i) {
-    const size_t before = commands_.size();
-    stream.fill(philox_block_ + 4 * i, 4, words[i]);
-    for (size_t c = before; c < commands_.size(); ++c) commands_[c].replayed = false;
-  }
+  const size_t before = commands_.size();
+  write_philox(seed, base);
+  for (size_t c = before; c < commands_.size(); ++c) commands_[c].replayed = false;
   return philox_block_;
 }
 

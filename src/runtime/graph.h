@@ -141,6 +141,8 @@ class CapturedGraph {
   void start(Stream& stream, uint64_t pool_id);
   void finish(uint64_t point);
   uint64_t alloc_params(const void* data, uint64_t size);
+  // Records the fills that write {seed, offset / 4} into the Philox block, on stream_.
+  void write_philox(uint64_t seed, uint64_t offset);
 
   State state_ = State::Empty;
   Stream* stream_ = nullptr;
