@@ -107,11 +107,13 @@ def best_time(launch) -> float:
 
 def fma_peak(native, out, x, args) -> None:
     """The device's multiply-add rate with no memory access (CHAINS independent accumulators
-    per invocation, so neither latency nor loads bound it), beside PyTorch's CPU GEMM rate
+    per invocation, so latency does not bound it, few enough to stay in registers on a CPU
+    device, each updated UNROLL times per loop iteration because lavapipe blends every value
+    a loop iteration assigns with the loop's lane mask), beside PyTorch's CPU GEMM rate
     measured now: on a CPU device the ratio bounds what any GEMM kernel could reach there."""
-    chains = 24
+    chains, unroll = 8, 4
     groups = max(args.groups, 256)
-    body = "".join(f"a{i} = a{i} * y + z;" for i in range(chains))
+    body = "".join(f"a{i} = a{i} * y + z;" for i in range(chains)) * unroll
     source = (HEADER.replace("#if TEXELS", "#if 0") + f"const int K = {args.iterations};\n"
               "void main() {\n  float y = 0.999 + 1e-6 * float(gl_LocalInvocationID.x), z = 1e-3;\n"
               + "".join(f"  float a{i} = float({i});\n" for i in range(chains))
@@ -121,11 +123,11 @@ def fma_peak(native, out, x, args) -> None:
     kernel = native._compile_kernel(source, "bench_fma_peak")
     wide = torch.zeros(groups * 8, device="vk")
     best = best_time(lambda: native._launch_kernel(kernel, [wide, x], [], [], groups, 8))
-    vk_gflops = 2.0 * chains * args.iterations * groups * 8 / best * 1e-9
+    vk_gflops = 2.0 * chains * unroll * args.iterations * groups * 8 / best * 1e-9
     a, b = torch.randn(512, 512), torch.randn(512, 512)
     cpu = min(timed(lambda: a @ b) for _ in range(5))
     cpu_gflops = 2.0 * 512 ** 3 / cpu * 1e-9
-    print(f"\nmultiply-add peak (no memory access, {chains} chains): vk {vk_gflops:.1f} GFLOP/s; "
+    print(f"\nmultiply-add peak (no memory access, {chains} chains x {unroll}): vk {vk_gflops:.1f} GFLOP/s; "
           f"PyTorch CPU mm 512^3 {cpu_gflops:.1f} GFLOP/s; ratio {vk_gflops / cpu_gflops:.3f}")
 
 

@@ -38,7 +38,8 @@
 //                     2 vec4 along k, 3 vec4 along m; direct: 0 scalar loads, 2 vec4 along k,
 //                     3 vec4 along m (vec4: the float32 kind with float32 / float16 / bfloat16
 //                     storage, the alignment and sizes the launcher checked: one 16-byte load
-//                     of 4 float32 or one 8-byte load of 4 16-bit values); lanes: 0 scalar,
+//                     of 4 float32 or one 8-byte load of 4 16-bit values); texel: those and
+//                     4 / 5, modes 2 / 0 with rows shared through subgroupShuffle; lanes: 0 scalar,
 //                     4 groups along k (one 64-bit load: 2 float32 or 4 16-bit values)
 //     11 B_LOAD       tiled: 0 n fastest, 1 k fastest, 2 vec4 along n, 3 vec4 along k;
 //                     direct: 0 scalar, 2 vec4 along n, 3 vec4 along k; lanes: 0 scalar,
@@ -67,6 +68,10 @@
 #if GEMM_LANES
 #extension GL_KHR_shader_subgroup_ballot : require
 #extension GL_EXT_shader_subgroup_extended_types_int64 : require
+#endif
+#if GEMM_TEXEL
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 
 #ifndef KIND
@@ -309,32 +314,55 @@ void store_block(int bt, int row0, int col0, int tm, int tn) {
 // float and ~20 ns with a vec4 (the loop with an FMA alone: ~0.5 ns). So this is the CPU
 // devices' GEMM for float32 / float16 / bfloat16 operands.
 // A_LOAD: 0 scalar (one-element texels, any strides), 2 vec4 along k (a_cs == 1), 3 vec4 along
-// m (a_rs == 1); B_LOAD: 0 scalar, 2 vec4 along n (b_cs == 1), 3 vec4 along k (b_rs == 1).
+// m (a_rs == 1), 4 and 5 the shuffled forms of 2 and 0; B_LOAD: 0 scalar, 2 vec4 along n
+// (b_cs == 1), 3 vec4 along k (b_rs == 1).
+// Shuffled A (A_LOAD 4 / 5: the workgroup is one subgroup of WN invocations, WM == 1, TM a
+// multiple of WN): all lanes of the subgroup own the same TM rows, so instead of each lane
+// loading every row (the same texel in all lanes: a full gather for one value), lane l loads
+// row g * WN + l of each group g of WN rows and the others read it with subgroupShuffle (on
+// lavapipe a lane permute, ~2 instructions, against ~10 per vector of a texel load).
 // Texel indices count elements (a 4-element texel holds elements 4t .. 4t + 3). Vector modes
 // need every vector 4-aligned in the view (the launcher checks base, strides and sizes), and
 // vector along k needs K % 4 == 0. An invocation owns groups of 4 adjacent rows / columns in
 // the vector-along-m / n modes, the groups strided by WM / WN (as in the direct algorithm).
 // k runs in steps of 4; a K % 4 tail (only without vector-along-k modes) runs one k at a time.
 // Rows / columns past the end are clamped (loaded, never stored).
-const bool VEC_A_K = A_LOAD == 2, VEC_A_M = A_LOAD == 3;
+const bool SHUF_A = A_LOAD == 4 || A_LOAD == 5;
+const bool VEC_A_K = A_LOAD == 2 || A_LOAD == 4, VEC_A_M = A_LOAD == 3;
 const bool VEC_B_N = B_LOAD == 2, VEC_B_K = B_LOAD == 3;
+const int AG = SHUF_A ? TM / WN : 1;  // row groups loaded once per subgroup (shuffled A)
 
 int row_of(int tm, int i) { return VEC_A_M ? (tm + (i / 4) * WM) * 4 + (i % 4) : tm + i * WM; }
 int col_of(int tn, int j) { return VEC_B_N ? (tn + (j / 4) * WN) * 4 + (j % 4) : tn + j * WN; }
 
+// The values of A at column k for the TM rows, shuffled A (a_own: texel index of this lane's
+// row of each group at k = 0).
+void texel_shuffled_a(int k, int a_own[AG], out float av[TM]) {
+  float own[AG];
+  [[unroll]] for (int g = 0; g < AG; ++g) own[g] = TEXEL_LOAD1(texel_a1, a_own[g] + k * pc.a_cs);
+  [[unroll]] for (int i = 0; i < TM; ++i) av[i] = subgroupShuffle(own[i / WN], uint(i % WN));
+}
+
 // g_acc += A[rows, k .. k + 3] @ B[k .. k + 3, columns]; a_off / b_off: texel index of each
-// row of A at k = 0 / each column of B at k = 0. Vector-along-k operands come with all four
-// k at once; the others are loaded per k, next to the FMAs that use them (fewer values live
-// at once: on a CPU device each is a vector register, and the register block already spills).
-void texel_step4(int k, int a_off[TM], int b_off[TN]) {
-  vec4 ak[VEC_A_K ? TM : 1], bk[VEC_B_K ? TN : 1];
-  if (VEC_A_K)
+// row of A at k = 0 / each column of B at k = 0 (a_own: shuffled A). Vector-along-k operands
+// come with all four k at once; the others are loaded per k, next to the FMAs that use them
+// (fewer values live at once: on a CPU device each is a vector register, and the register
+// block already spills).
+void texel_step4(int k, int a_off[TM], int a_own[AG], int b_off[TN]) {
+  vec4 ak[VEC_A_K ? (SHUF_A ? AG : TM) : 1], bk[VEC_B_K ? TN : 1];
+  if (VEC_A_K && SHUF_A)
+    [[unroll]] for (int g = 0; g < AG; ++g) ak[g] = TEXEL_LOAD4(texel_a4, (a_own[g] + k) >> 2);
+  else if (VEC_A_K)
     [[unroll]] for (int i = 0; i < TM; ++i) ak[i] = TEXEL_LOAD4(texel_a4, (a_off[i] + k) >> 2);
   if (VEC_B_K)
     [[unroll]] for (int j = 0; j < TN; ++j) bk[j] = TEXEL_LOAD4(texel_b4, (b_off[j] + k) >> 2);
   [[unroll]] for (int q = 0; q < 4; ++q) {
     float av[TM], bv[TN];
-    if (VEC_A_K) {
+    if (VEC_A_K && SHUF_A) {
+      [[unroll]] for (int i = 0; i < TM; ++i) av[i] = subgroupShuffle(ak[i / WN][q], uint(i % WN));
+    } else if (SHUF_A) {
+      texel_shuffled_a(k + q, a_own, av);
+    } else if (VEC_A_K) {
       [[unroll]] for (int i = 0; i < TM; ++i) av[i] = ak[i][q];
     } else if (VEC_A_M) {
       [[unroll]] for (int i = 0; i < TM; i += 4) {
@@ -357,14 +385,16 @@ void texel_step4(int k, int a_off[TM], int b_off[TN]) {
         bv[j] = TEXEL_LOAD1(texel_b1, b_off[j] + (k + q) * pc.b_rs);
     }
     [[unroll]] for (int i = 0; i < TM; ++i)
-      [[unroll]] for (int j = 0; j < TN; ++j) g_acc[i * TN + j] += av[i] * bv[j];
+      [[unroll]] for (int j = 0; j < TN; ++j) g_acc[i * TN + j] = fma(av[i], bv[j], g_acc[i * TN + j]);
   }
 }
 
 // g_acc += A[rows, k] @ B[k, columns] (the K % 4 tail: no vector-along-k mode here).
-void texel_step1(int k, int a_off[TM], int b_off[TN]) {
+void texel_step1(int k, int a_off[TM], int a_own[AG], int b_off[TN]) {
   float av[TM], bv[TN];
-  if (VEC_A_M) {
+  if (SHUF_A) {
+    texel_shuffled_a(k, a_own, av);
+  } else if (VEC_A_M) {
     [[unroll]] for (int i = 0; i < TM; i += 4) {
       vec4 v = TEXEL_LOAD4(texel_a4, (a_off[i] + k * pc.a_cs) >> 2);
       [[unroll]] for (int c = 0; c < 4; ++c) av[i + c] = v[c];
@@ -381,7 +411,7 @@ void texel_step1(int k, int a_off[TM], int b_off[TN]) {
     [[unroll]] for (int j = 0; j < TN; ++j) bv[j] = TEXEL_LOAD1(texel_b1, b_off[j] + k * pc.b_rs);
   }
   [[unroll]] for (int i = 0; i < TM; ++i)
-    [[unroll]] for (int j = 0; j < TN; ++j) g_acc[i * TN + j] += av[i] * bv[j];
+    [[unroll]] for (int j = 0; j < TN; ++j) g_acc[i * TN + j] = fma(av[i], bv[j], g_acc[i * TN + j]);
 }
 
 void tile(int bt, int ty, int tx) {
@@ -389,12 +419,15 @@ void tile(int bt, int ty, int tx) {
   int tn = int(lid % uint(WN)), tm = int(lid / uint(WN));
   int row0 = ty * BM, col0 = tx * BN;
   const int a0 = pc.a_texel + bt * int(pc.a_bs), b0 = pc.b_texel + bt * int(pc.b_bs);
-  int a_off[TM], b_off[TN];
+  int a_off[TM], a_own[AG], b_off[TN];
   [[unroll]] for (int i = 0; i < TM; ++i) {
     int m = row0 + row_of(tm, i);
     if (VEC_A_M) m = min(m - (i % 4), pc.M - 4) + (i % 4);
     a_off[i] = a0 + min(m, pc.M - 1) * pc.a_rs;
   }
+  // Shuffled A: row_of(0, i) == i (WM == 1), lane l owns row g * WN + l of group g.
+  [[unroll]] for (int g = 0; g < AG; ++g)
+    a_own[g] = a0 + min(row0 + g * WN + int(gl_SubgroupInvocationID), pc.M - 1) * pc.a_rs;
   [[unroll]] for (int j = 0; j < TN; ++j) {
     int n = col0 + col_of(tn, j);
     if (VEC_B_N) n = min(n - (j % 4), pc.N - 4) + (j % 4);
@@ -405,11 +438,11 @@ void tile(int bt, int ty, int tx) {
   // with the loop's lane mask, so fewer iterations cost fewer instructions.
   int k = 0;
   for (; k + 8 <= pc.K; k += 8) {
-    texel_step4(k, a_off, b_off);
-    texel_step4(k + 4, a_off, b_off);
+    texel_step4(k, a_off, a_own, b_off);
+    texel_step4(k + 4, a_off, a_own, b_off);
   }
-  for (; k + 4 <= pc.K; k += 4) texel_step4(k, a_off, b_off);
-  for (; k < pc.K; ++k) texel_step1(k, a_off, b_off);
+  for (; k + 4 <= pc.K; k += 4) texel_step4(k, a_off, a_own, b_off);
+  for (; k < pc.K; ++k) texel_step1(k, a_off, a_own, b_off);
   store_block(bt, row0, col0, tm, tn);
 }
 
@@ -648,8 +681,10 @@ int col_of(int tn, int j) { return tn + j * WN; }
 // With vectors along m (n) an invocation owns groups of 4 adjacent rows (columns), the groups
 // strided by WM (WN) like single rows (columns) otherwise.
 #if KIND == KIND_FLOAT32
-const bool VEC_A_K = A_LOAD == 2, VEC_A_M = A_LOAD == 3;
+const bool SHUF_A = A_LOAD == 4 || A_LOAD == 5;
+const bool VEC_A_K = A_LOAD == 2 || A_LOAD == 4, VEC_A_M = A_LOAD == 3;
 const bool VEC_B_N = B_LOAD == 2, VEC_B_K = B_LOAD == 3;
+const int AG = SHUF_A ? TM / WN : 1;  // row groups loaded once per subgroup (shuffled A)
 #else
 const bool VEC_A_K = false, VEC_A_M = false, VEC_B_N = false, VEC_B_K = false;
 #endif
@@ -739,7 +774,15 @@ void tile(int bt, int ty, int tx) {
 
 void main() {
   if (EXACT_GRID == 1) {
+#if GEMM_TEXEL
+    // Consecutive workgroups take consecutive row tiles of one column tile: a CPU device runs
+    // workgroups in x-fastest order, and this way the K x BN panel of B they share stays in
+    // cache while A streams (x-fastest tiles would stream all of B once per row tile).
+    uint id = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    tile(int(gl_WorkGroupID.z), int(id % gl_NumWorkGroups.y), int(id / gl_NumWorkGroups.y));
+#else
     tile(int(gl_WorkGroupID.z), int(gl_WorkGroupID.y), int(gl_WorkGroupID.x));
+#endif
     return;
   }
   uint tiles_m = (uint(pc.M) + uint(BM) - 1u) / uint(BM);

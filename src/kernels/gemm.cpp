@@ -27,15 +27,17 @@
 //                lavapipe, Mesa 22.3, 512^3 fp32: ~5-6 GFLOP/s against ~2 for cpu-large. Its
 //                pipelines take ~8 s to compile there (once per machine: Mesa's disk cache),
 //                hence the size threshold)
-//   cpu-texel    texel  16x8,   1x8 invocations         ->  16 x  64 (CPU devices with texel
-//                buffers, A and B both float32, float16 or bfloat16, n > 1; 8 x 8 below 2^24
-//                multiply-adds or m, n < 64 and 4 x 4 below 2^20, for compile times: ~1.5 s
-//                for a 16 x 8 pipeline on lavapipe, ~0.65 s for 8 x 8, ~0.1 s for 4 x 4):
-//                the direct algorithm reading A and B through storage texel buffers, a few
-//                vector instructions per load on lavapipe instead of a loop over the lanes.
-//                Instructions executed (valgrind, deterministic) for 256^3 on lavapipe: 14.6M
-//                with 16x8, 16.6M with 8x8, 19.9M with 4x16, against 23.2M for 8x8 before the
-//                per-k loads and the exact grid. Problems whose operands are not in allocator
+//   cpu-texel    texel  8x4,    1x8 invocations         ->   8 x  32 (CPU devices with texel
+//                buffers and subgroup shuffle, A and B both float32, float16 or bfloat16,
+//                n > 1; 4 x 4 below 2^20 multiply-adds, for compile times: ~0.1 s on
+//                lavapipe): the direct algorithm reading A and B through storage texel
+//                buffers, a few vector instructions per load on lavapipe instead of a loop
+//                over the lanes. The workgroup is one subgroup of 8 lanes that own the same 8
+//                rows: lane l loads row l and the others read it with subgroupShuffle, and
+//                consecutive workgroups take consecutive row tiles (B's panel stays in cache).
+//                lavapipe, Mesa 22.3, 2-core Zen 3: 1024^3 fp32 ~20 GFLOP/s against ~15
+//                for 16 x 8 with every lane loading every row (which also fell to ~10 at 2048).
+//                Problems whose operands are not in allocator
 //                segments (split-K's ones vector) or reach past a view use the
 //                configurations above)
 //   skinny       direct 1x1,   64x1 invocations         (n == 1: gemv, dot, split-K combine)
@@ -103,7 +105,7 @@ constexpr Config kCpuMid{false, 8, 8, 8, 8, 16};
 constexpr Config kCpuSmall{false, 4, 4, 8, 8, 16};
 constexpr Config kSkinny{false, 1, 1, 64, 1, 16};
 constexpr Config kCpuLanes{false, 32, 16, 1, 0, 16, true};  // wn: the device's subgroup size
-constexpr Config kCpuTexel{false, 16, 8, 1, 8, 16, false, true};
+constexpr Config kCpuTexel{false, 8, 4, 1, 8, 16, false, true};
 
 const char* kind_name(ComputeKind kind) {
   switch (kind) {
@@ -201,7 +203,9 @@ bool lanes_supported(const DeviceCapabilities& caps, ComputeKind kind) {
 // The texel algorithm reads A and B of one dtype (float32, or float16 / bfloat16 where the
 // device has 16-bit texel formats) through storage texel buffers.
 bool texel_supported(const DeviceCapabilities& caps, const Gemm& p) {
-  if (!caps.texel_buffers || p.kind != ComputeKind::Float32 || p.k == 0 || p.a.dtype != p.b.dtype)
+  // The shader declares subgroup shuffle (shuffled rows of A), so the device must have it.
+  if (!caps.texel_buffers || !caps.subgroup_shuffle || p.kind != ComputeKind::Float32 ||
+      p.k == 0 || p.a.dtype != p.b.dtype)
     return false;
   return p.a.dtype == DType::Float32 || (is_16bit_float(p.a.dtype) && caps.texel_16bit);
 }
@@ -234,7 +238,6 @@ Config choose_config(Stream& stream, const Gemm& p, bool allow_texel = true) {
   } else if (texel && (t.algo == GemmTuning::Algo::Texel ||
                        (cpu && t.algo == GemmTuning::Algo::Auto))) {
     c = kCpuTexel;
-    if (p.m < 64 || p.n < 64 || flops < double(1 << 24)) c.tm = 8;
     if (flops < double(1 << 20)) c.tm = c.tn = 4;
     if (p.m < c.tm) c.tm = 4;
   } else if (t.algo == GemmTuning::Algo::Lanes && lanes) {
@@ -343,6 +346,13 @@ bool bind_texel(Stream& stream, const Gemm& p, const Config& cfg, TexelOperands*
   else if (va && p.a.row_stride == 1 && p.m % 4 == 0 && cfg.tm % 4 == 0 &&
            fours(p.a, p.a.col_stride))
     out->a_load = 3;
+  // Rows shared through subgroupShuffle (gemm.comp, texel section) where the workgroup is one
+  // subgroup whose lanes own the same rows: modes 2 / 0 become 4 / 5 (fewer loads than the
+  // vector-along-m mode 3 as well).
+  const DeviceCapabilities& caps = stream.device().caps();
+  if (gemm_tuning().shuffle_rows && caps.subgroup_shuffle && cfg.wm == 1 &&
+      cfg.wn == caps.subgroup_size && cfg.tm % cfg.wn == 0)
+    out->a_load = out->a_load == 2 ? 4 : 5;
   out->b_load = 0;
   if (vb && p.b.col_stride == 1 && p.n % 4 == 0 && cfg.tn % 4 == 0 &&
       fours(p.b, p.b.row_stride))

@@ -114,6 +114,8 @@ struct GemmTuning {
   bool vector_loads = true;      // 4-element vector loads (tiled, direct) and 64-bit group
                                  // loads (lanes) of suitably aligned float32 / float16 /
                                  // bfloat16 operands; false: scalar loads everywhere
+  bool shuffle_rows = true;      // texel: rows of A shared through subgroupShuffle where the
+                                 // workgroup is one subgroup (false: every lane loads them)
   bool transpose_output = true;  // compute C^T = B^T A^T when C is column-major or m == 1
   int64_t split_k_min = 4096;    // k from which few-output problems split k (0: never)
   int64_t split_k_chunk = 1024;  // target k per split

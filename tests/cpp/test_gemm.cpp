@@ -323,7 +323,13 @@ TEST_F(GemmKernel, TexelLoadModesAndTails) {
   layout_sweep(rng, {{68, 72, 36}, {67, 71, 37}, {8, 132, 20}, {5, 7, 3}, {9, 20, 70}}, 4);
   gemm_tuning().vector_loads = true;
   struct Block { uint32_t tm, tn, wm, wn; };
-  for (Block t : {Block{4, 4, 2, 4}, Block{3, 5, 1, 8}, Block{8, 16, 1, 8}, Block{1, 1, 4, 4}}) {
+  // 8 x 16 / 16 x 8 on one subgroup of 8 lanes (lavapipe): rows of A shared through
+  // subgroupShuffle, one and two groups of 8 rows.
+  // shuffle_rows false: the same blocks with every lane loading its rows.
+  for (bool shuffle : {true, false})
+  for (Block t : {Block{4, 4, 2, 4}, Block{3, 5, 1, 8}, Block{8, 16, 1, 8}, Block{16, 8, 1, 8},
+                  Block{1, 1, 4, 4}}) {
+    gemm_tuning().shuffle_rows = shuffle;
     gemm_tuning().tm = t.tm, gemm_tuning().tn = t.tn, gemm_tuning().wm = t.wm, gemm_tuning().wn = t.wn;
     for (const char* la : {"row", "col"})
       for (const char* lb : {"row", "col"}) {
@@ -334,10 +340,12 @@ TEST_F(GemmKernel, TexelLoadModesAndTails) {
         Case cs;
         cs.batch = 2, cs.m = 40, cs.n = 52, cs.k = 36;
         EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, f32_atol(36)))
-            << t.tm << "x" << t.tn << " / " << t.wm << "x" << t.wn << " A " << la << " B " << lb;
+            << t.tm << "x" << t.tn << " / " << t.wm << "x" << t.wn << " A " << la << " B " << lb
+            << (shuffle ? " shuffled" : "");
         if (dev().caps().texel_buffers) EXPECT_STREQ(last_gemm_algorithm(), "texel");
       }
   }
+  gemm_tuning().shuffle_rows = true;
 }
 
 TEST_F(GemmKernel, TexelHalfAndBFloat16Operands) {
