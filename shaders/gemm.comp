@@ -681,10 +681,8 @@ int col_of(int tn, int j) { return tn + j * WN; }
 // With vectors along m (n) an invocation owns groups of 4 adjacent rows (columns), the groups
 // strided by WM (WN) like single rows (columns) otherwise.
 #if KIND == KIND_FLOAT32
-const bool SHUF_A = A_LOAD == 4 || A_LOAD == 5;
-const bool VEC_A_K = A_LOAD == 2 || A_LOAD == 4, VEC_A_M = A_LOAD == 3;
+const bool VEC_A_K = A_LOAD == 2, VEC_A_M = A_LOAD == 3;
 const bool VEC_B_N = B_LOAD == 2, VEC_B_K = B_LOAD == 3;
-const int AG = SHUF_A ? TM / WN : 1;  // row groups loaded once per subgroup (shuffled A)
 #else
 const bool VEC_A_K = false, VEC_A_M = false, VEC_B_N = false, VEC_B_K = false;
 #endif
@@ -775,7 +773,7 @@ void tile(int bt, int ty, int tx) {
 void main() {
   if (EXACT_GRID == 1) {
 #if GEMM_TEXEL
-    // Consecutive workgroups take consecutive row tiles of one column tile: a CPU device runs
+    // Consecutive workgroups take consecutive row tiles of one column tile: lavapipe runs
     // workgroups in x-fastest order, and this way the K x BN panel of B they share stays in
     // cache while A streams (x-fastest tiles would stream all of B once per row tile).
     uint id = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
