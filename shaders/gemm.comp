@@ -335,12 +335,17 @@ const int AG = SHUF_A ? TM / WN : 1;  // row groups loaded once per subgroup (sh
 int row_of(int tm, int i) { return VEC_A_M ? (tm + (i / 4) * WM) * 4 + (i % 4) : tm + i * WM; }
 int col_of(int tn, int j) { return VEC_B_N ? (tn + (j / 4) * WN) * 4 + (j % 4) : tn + j * WN; }
 
+// Shuffled A: the values of the TM rows from `own`, this lane's value of each row group.
+void shuffle_rows(float own[AG], out float av[TM]) {
+  [[unroll]] for (int i = 0; i < TM; ++i) av[i] = subgroupShuffle(own[i / WN], uint(i % WN));
+}
+
 // The values of A at column k for the TM rows, shuffled A (a_own: texel index of this lane's
 // row of each group at k = 0).
 void texel_shuffled_a(int k, int a_own[AG], out float av[TM]) {
   float own[AG];
   [[unroll]] for (int g = 0; g < AG; ++g) own[g] = TEXEL_LOAD1(texel_a1, a_own[g] + k * pc.a_cs);
-  [[unroll]] for (int i = 0; i < TM; ++i) av[i] = subgroupShuffle(own[i / WN], uint(i % WN));
+  shuffle_rows(own, av);
 }
 
 // g_acc += A[rows, k .. k + 3] @ B[k .. k + 3, columns]; a_off / b_off: texel index of each
@@ -359,7 +364,9 @@ void texel_step4(int k, int a_off[TM], int a_own[AG], int b_off[TN]) {
   [[unroll]] for (int q = 0; q < 4; ++q) {
     float av[TM], bv[TN];
     if (VEC_A_K && SHUF_A) {
-      [[unroll]] for (int i = 0; i < TM; ++i) av[i] = subgroupShuffle(ak[i / WN][q], uint(i % WN));
+      float own[AG];
+      [[unroll]] for (int g = 0; g < AG; ++g) own[g] = ak[g][q];
+      shuffle_rows(own, av);
     } else if (SHUF_A) {
       texel_shuffled_a(k + q, a_own, av);
     } else if (VEC_A_K) {

@@ -348,10 +348,9 @@ bool bind_texel(Stream& stream, const Gemm& p, const Config& cfg, TexelOperands*
     out->a_load = 3;
   // Rows shared through subgroupShuffle (gemm.comp, texel section) where the workgroup is one
   // subgroup whose lanes own the same rows: modes 2 / 0 become 4 / 5 (fewer loads than the
-  // vector-along-m mode 3 as well).
-  const DeviceCapabilities& caps = stream.device().caps();
-  if (gemm_tuning().shuffle_rows && caps.subgroup_shuffle && cfg.wm == 1 &&
-      cfg.wn == caps.subgroup_size && cfg.tm % cfg.wn == 0)
+  // vector-along-m mode 3 as well). texel_supported() checked subgroup shuffle.
+  if (gemm_tuning().shuffle_rows && cfg.wm == 1 &&
+      cfg.wn == stream.device().caps().subgroup_size && cfg.tm % cfg.wn == 0)
     out->a_load = out->a_load == 2 ? 4 : 5;
   out->b_load = 0;
   if (vb && p.b.col_stride == 1 && p.n % 4 == 0 && cfg.tn % 4 == 0 &&
