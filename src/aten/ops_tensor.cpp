@@ -212,6 +212,27 @@ at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
 
 at::Tensor& zero_(at::Tensor& self) { return fill_scalar(self, 0); }
 
+// Whether `self`'s TensorImpl may take `from`'s metadata (`self.data = from`, `set_data`).
+// PyTorch's own rule (TensorImpl::has_compatible_shallow_copy_type) treats two dense tensors of
+// CPU, CUDA, MPS, HIP, XPU, HPU or MTIA as compatible but leaves PrivateUse1 out, so without
+// this kernel `Module.to("vk")` replaces every Parameter instead of moving its data: tied
+// weights come apart and references to parameters go stale. vk tensors are plain dense
+// TensorImpls like CUDA's, so the same rule holds with PrivateUse1 added to the dense backends.
+// The dispatcher calls this kernel whenever either tensor is on vk (PyTorch's documented
+// override point for PrivateUse1); every other pair keeps the built-in answer.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  if (self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set())) return true;
+  const auto is_dense = [](c10::DispatchKeySet keys) {
+    constexpr auto dense_backends = c10::DispatchKeySet(
+        {c10::BackendComponent::CPUBit, c10::BackendComponent::CUDABit,
+         c10::BackendComponent::MPSBit, c10::BackendComponent::HIPBit,
+         c10::BackendComponent::XPUBit, c10::BackendComponent::HPUBit,
+         c10::BackendComponent::MTIABit, c10::BackendComponent::PrivateUse1Bit});
+    return keys.has(c10::DispatchKey::Dense) && keys.has_any(dense_backends);
+  };
+  return is_dense(self.key_set()) && is_dense(from.key_set());
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -229,6 +250,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Scalar", TORCH_FN(fill_scalar));
   m.impl("fill_.Tensor", TORCH_FN(fill_tensor));
   m.impl("zero_", TORCH_FN(zero_));
+  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type));
 }
 
 }  // namespace tvk::aten
