@@ -428,6 +428,14 @@ uint64_t Allocator::allocate(uint64_t bytes, uint32_t stream_id) {
   st.process_pending();
   const uint64_t graph_pool = st.capture_pool(stream_id);
   Block* b = st.find_free(pool, graph_pool, stream_id, size);
+  // A small request the small pool cannot serve takes idle space of the large pool before
+  // reserving a new segment: memory that was reserved for one big block and freed (the
+  // allocator warm-up of Hugging Face's from_pretrained reserves the whole model at once and
+  // frees it) then holds the small tensors that follow instead of sitting next to new 2 MiB
+  // segments. Unlike CUDA's allocator, which keeps the pools apart, this trades some
+  // fragmentation of large blocks for a lower reserved peak; large requests never take
+  // small-pool segments.
+  if (!b && pool == 1) b = st.find_free(2, graph_pool, stream_id, size);
   if (b) {
     st.erase_free(b);
   } else {
@@ -456,6 +464,8 @@ uint64_t Allocator::allocate(uint64_t bytes, uint32_t stream_id) {
 
   // Split off the tail when it is worth keeping: any >= 512 B remainder in the small pool,
   // only > 1 MiB remainders in the large pool (smaller ones stay with the block).
+  // A small request carved from a large-pool block splits like a small one (the rest stays in
+  // the large pool).
   const uint64_t remaining = b->size - size;
   if ((pool == 1 && remaining >= kRound) || (pool == 2 && remaining > kSmallSize)) {
     auto* rest = new Block();
@@ -474,7 +484,7 @@ uint64_t Allocator::allocate(uint64_t bytes, uint32_t stream_id) {
   b->allocated = true;
   b->requested = bytes;
   st.live[b->address] = b;
-  st.for_pool(pool, [&](int i) {
+  st.for_pool(b->segment->pool, [&](int i) {
     st.stats.allocated_bytes[i].increase(static_cast<int64_t>(b->size));
     st.stats.active_bytes[i].increase(static_cast<int64_t>(b->size));
     st.stats.requested_bytes[i].increase(static_cast<int64_t>(bytes));

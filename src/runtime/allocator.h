@@ -12,7 +12,9 @@
 //   every request is rounded up to a multiple of 512 B;
 //   small requests (<= 1 MiB) are carved from 2 MiB segments;
 //   large requests (<= 10 MiB) from 20 MiB segments, larger ones from a segment of their own
-//   rounded up to 2 MiB.
+//   rounded up to 2 MiB;
+//   a small request with no free small block takes a free large-pool block before a new
+//   segment is reserved (so a freed big block serves the small tensors that follow).
 // Free blocks are split and coalesced with free neighbours. A block freed on a stream can be
 // reused at once by work on the same stream (stream order makes that safe); a block used by
 // other streams (record_stream) is reused only once those streams passed the point recorded

@@ -467,6 +467,43 @@ TEST(Allocator, SplitCoalesceAndLargePool) {
   EXPECT_EQ(a.stats().reserved_bytes[0].current, b.reserved_bytes[0].current - int64_t(2 * kMiB));
 }
 
+TEST(Allocator, SmallRequestsReuseAFreedLargeBlock) {
+  // The from_pretrained warm-up pattern: one block the size of the model, freed, then the
+  // weights (many of them small) must fit in it without new segments.
+  REQUIRE_DEVICE();
+  Allocator& a = dev().allocator();
+  const uint32_t s = fresh_stream();
+  a.empty_cache();
+  const uint64_t warm = a.allocate(24 * kMiB, s);
+  const MemoryStats before = a.stats();
+  a.free(warm);
+  std::vector<uint64_t> small;
+  for (int i = 0; i < 40; ++i) small.push_back(a.allocate(256 * 1024 + 100, s));  // ~10 MiB
+  const uint64_t large = a.allocate(8 * kMiB, s);
+  MemoryStats st = a.stats();
+  EXPECT_EQ(st.reserved_bytes[0].current, before.reserved_bytes[0].current);
+  EXPECT_EQ(st.num_device_alloc, before.num_device_alloc);
+  for (uint64_t p : small) {
+    EXPECT_GE(p, warm);
+    EXPECT_LT(p, warm + 24 * kMiB);
+    EXPECT_EQ(a.block_size(p), Allocator::round_size(256 * 1024 + 100));
+  }
+  EXPECT_GE(large, warm);
+  // Stats of blocks carved from the large pool count in the large pool, on both sides.
+  EXPECT_EQ(st.allocated_bytes[1].current, before.allocated_bytes[1].current);
+  for (uint64_t p : small) a.free(p);
+  a.free(large);
+  st = a.stats();
+  EXPECT_EQ(st.allocated_bytes[0].current, before.allocated_bytes[0].current - int64_t(24 * kMiB));
+  EXPECT_EQ(st.allocated_bytes[2].current, before.allocated_bytes[2].current - int64_t(24 * kMiB));
+  // Everything coalesced back into one free segment: the next 24 MiB request reuses it.
+  EXPECT_EQ(a.allocate(24 * kMiB, s), warm);
+  a.free(warm);
+  a.empty_cache();
+  EXPECT_EQ(a.stats().reserved_bytes[0].current,
+            before.reserved_bytes[0].current - int64_t(24 * kMiB));
+}
+
 TEST(Allocator, ResolveInteriorAddresses) {
   REQUIRE_DEVICE();
   Allocator& a = dev().allocator();

@@ -578,3 +578,19 @@ def test_replay_on_another_stream_or_with_a_moved_parameter_runs_correctly(stric
         for _ in range(4):
             out = run(x)
             assert_close(out, torch.relu(lin(x)) + 1.0)
+
+
+def test_fused_group_whose_only_inputs_are_host_scalars(strict_native):
+    """A group fed only by a CPU 0-dim tensor (static-cache generation's `cache_position`
+    copied to the device and offset) has no tensor input to take the device from."""
+    def f(x, start):
+        return x * 2, start.to(x.device) + 5
+
+    compiled = torch.compile(f)
+    x = torch.randn(4, device=VK)
+    for i in range(4):  # the third call on is a replay
+        start = torch.tensor(i)
+        doubled, pos = compiled(x, start)
+        assert pos.device.type == "vk"
+        assert pos.item() == i + 5
+        assert_close(doubled.cpu(), x.cpu() * 2)

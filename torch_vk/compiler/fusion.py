@@ -445,7 +445,8 @@ def _build_kernel(group: Group, calls: dict, op_table: dict, index: int,
             _epilogue_eager_runner(epilogue, group.nodes, inputs, outputs))
         return kernel, inputs, outputs
     fallback = eager_runner(group.nodes, inputs, outputs)
-    kernel = FusedKernel(name, program, out_meta, fallback, out_into)
+    kernel = FusedKernel(name, program, out_meta, fallback, out_into,
+                         device=outputs[0].meta["val"].device if outputs else None)
     return kernel, inputs, outputs
 
 

@@ -106,8 +106,12 @@ class FusedKernel:
     def __init__(self, name: str, program: glsl.Program,
                  out_meta: list[tuple[tuple[int, ...] | None, tuple[int, ...] | None]],
                  fallback: Callable[..., tuple[torch.Tensor, ...]],
-                 out_into: list[int | None] | None = None):
+                 out_into: list[int | None] | None = None,
+                 device: torch.device | None = None):
         self.name = name
+        # Where the outputs live (the graph's metadata): a group may have no tensor input at all
+        # (only host scalars, e.g. a CPU 0-dim `cache_position` copied to vk and offset).
+        self.device = device
         self.program = program
         # Static shape and strides of each output from the graph's metadata (None: dynamic).
         self.out_meta = out_meta
@@ -127,7 +131,7 @@ class FusedKernel:
         variant = variant_for(self.variants, tensors, self._specialise)
         if variant.kernel_id < 0:
             return self._store_into_inputs(inputs, self.fallback(*inputs))
-        device = tensors[0].device
+        device = tensors[0].device if tensors else (self.device or torch.device("vk"))
         outs = tuple(inputs[into] if into is not None and variant.in_place[k] else
                      torch.empty_strided(variant.out_shape, stride, dtype=dtype, device=device)
                      for k, (into, stride, (_, dtype)) in
