@@ -22,6 +22,8 @@
 //   the CPU's LINEAR_INTERPOLATION histogram), b == bins -> bins - 1. NaN and values outside
 //   the range are skipped. left / right are the input dtype's values (bits in push
 //   constants: float bits in the low word for KIND float32, double bits for float64).
+//   Integer inputs (KIND int64, CUDA's behaviour: the CPU's histc takes floats only) bin in
+//   int64 arithmetic; left / right are then int64 values.
 //   Each workgroup counts into shared memory first when bins <= HIST_SHARED_BINS.
 // Grid: 1-D, any number of workgroups (loops cover the rest).
 #extension GL_GOOGLE_include_directive : require
@@ -107,9 +109,6 @@ void main() {
 }
 
 #else  // OP == 1: histc
-#if !T_IS_FLOAT
-#error "histc needs a float KIND"
-#endif
 #define HIST_SHARED_BINS 2048
 
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer CountRef { uint v; };
@@ -127,7 +126,12 @@ layout(push_constant) uniform Push {
 
 shared uint s_counts[HIST_SHARED_BINS];
 
-#if KIND == 3
+#if !T_IS_FLOAT
+// Integer inputs (CUDA's histc; the CPU has none): bins in int64 arithmetic, as CUDA's
+// getBin computes them in the accumulate type: (x - left) * bins / (right - left), truncated.
+T from_bits(uint64_t b) { return T(int64_t(b)); }
+T bin_of(T x, T left, T right) { return (x - left) * T(pc.bins) / (right - left); }
+#elif KIND == 3
 T from_bits(uint64_t b) { return uint64BitsToDouble(b); }
 T bin_of(T x, T left, T right) {
   precise T num = (x - left) * T(pc.bins);

@@ -15,6 +15,7 @@
 // the data, so it reads one count (the number of groups) back to the host. Shape, dtype and error checks repeat the CPU's (same
 // exception types and messages; PyTorch's own check helpers where the headers have them).
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
 #include <ATen/native/BucketizationUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/isin_meta.h>
@@ -266,6 +267,47 @@ at::Tensor isin_st(const at::Scalar& element, const at::Tensor& test_elements, b
 }
 
 // ---------------------------------------------------------------- histc
+// Integer input: the CPU has no integer histc, CUDA has one (and Hugging Face's mixture-of-
+// experts layers count tokens per expert with it on every device but the CPU and MPS), so vk
+// follows CUDA: min / max converted to the input's integer type (overflow raises), min == max
+// replaced by the input's range (then widened by 1 when still empty), bins computed in int64
+// arithmetic.
+at::Tensor& histc_integral(const at::Tensor& self, int64_t bins, const at::Scalar& min,
+                           const at::Scalar& max, at::Tensor& hist) {
+  // Scalar::to<integer>() as CUDA's `min.to<input_t>()`: truncates, raises on overflow.
+  int64_t left = 0, right = 0;
+  AT_DISPATCH_INTEGRAL_TYPES(self.scalar_type(), "histc", [&] {
+    left = static_cast<int64_t>(min.to<scalar_t>());
+    right = static_cast<int64_t>(max.to<scalar_t>());
+  });
+  if (left == right && self.numel() > 0) {
+    auto [lo, hi] = at::aminmax(self);
+    const at::Tensor both = at::stack({lo.to(at::kLong), hi.to(at::kLong)}).cpu();
+    left = both[0].item<int64_t>();
+    right = both[1].item<int64_t>();
+  }
+  if (left == right) {
+    left -= 1;
+    right += 1;
+  }
+  TORCH_CHECK(left < right, "torch.histc: max must be larger than min");
+  const at::Tensor counts = at::zeros({bins}, self.options().dtype(at::kInt));
+  const at::Tensor in = self.contiguous();
+  kernels::Histc p;
+  p.numel = in.numel();
+  p.bins = bins;
+  p.left_int = left;
+  p.right_int = right;
+  if (p.numel > 0) p.in = operand(in, "histc");
+  p.in.dtype = vk_dtype(self.scalar_type(), "histc");
+  p.counts = operand(counts, "histc");
+  const c10::DeviceGuard guard(self.device());
+  tvk::Stream& stream = current_stream(self.device().index());
+  translate_errors([&] { kernels::histc(stream, p); });
+  hist.copy_(counts);
+  return hist;
+}
+
 // The CPU's histogram_histc_out: output checks and resize (dtype of the input, bins > 0),
 // the range (min == max: the input's aminmax, read back like on the CPU and CUDA; an empty
 // range widened by 1 on both sides; a range that is not finite or not increasing raises),
@@ -275,7 +317,10 @@ at::Tensor& histc_out(const at::Tensor& self, int64_t bins, const at::Scalar& mi
   TORCH_CHECK(self.dtype() == hist.dtype(), "torch.histogram: input tensor and hist tensor should",
               " have the same dtype, but got input ", self.dtype(), " and hist ", hist.dtype());
   TORCH_CHECK(bins > 0, "torch.histogram(): bins must be > 0, but got ", bins, " for dimension ", 0);
+  if (self.scalar_type() == at::kBool) raise_not_implemented_for("linspace_cpu", at::kBool);
   at::native::resize_output(hist, {bins});
+  if (at::isIntegralType(self.scalar_type(), /*includeBool=*/false))
+    return histc_integral(self, bins, min, max, hist);
   double left = min.to<double>(), right = max.to<double>();
   if (left == right && self.numel() > 0) {
     auto [lo, hi] = at::aminmax(self);
@@ -290,7 +335,6 @@ at::Tensor& histc_out(const at::Tensor& self, int64_t bins, const at::Scalar& mi
   TORCH_CHECK(!(std::isinf(left) || std::isinf(right) || std::isnan(left) || std::isnan(right)),
               "torch.histc: range of [", left, ", ", right, "] is not finite");
   TORCH_CHECK(left < right, "torch.histc: max must be larger than min");
-  if (self.scalar_type() == at::kBool) raise_not_implemented_for("linspace_cpu", at::kBool);
   if (!at::isFloatingType(self.scalar_type()))
     raise_not_implemented_for("histogram_cpu", self.scalar_type());
   vk_dtype(self.scalar_type(), "histc");

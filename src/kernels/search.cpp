@@ -138,13 +138,18 @@ void histc(Stream& stream, const Histc& p) {
   check_addr(kWhere, p.counts, "counts");
   if (p.counts.dtype != DType::Int32) invalid(kWhere, "counts must be int32");
   const ComputeKind kind = kind_of(p.in.dtype);
-  if (kind == ComputeKind::Int64) invalid(kWhere, "input must be a float dtype");
+  if (p.in.dtype == DType::Bool) invalid(kWhere, "input must not be bool");
   check_f64(stream, kind);
-  if (!(p.left < p.right)) invalid(kWhere, "left must be below right");
   HistcPush push{};
   push.in_addr = p.in.address;
   push.counts_addr = p.counts.address;
-  if (kind == ComputeKind::Float64) {
+  if (kind == ComputeKind::Int64) {
+    if (!(p.left_int < p.right_int)) invalid(kWhere, "left must be below right");
+    std::memcpy(&push.left_bits, &p.left_int, 8);
+    std::memcpy(&push.right_bits, &p.right_int, 8);
+  } else if (!(p.left < p.right)) {
+    invalid(kWhere, "left must be below right");
+  } else if (kind == ComputeKind::Float64) {
     std::memcpy(&push.left_bits, &p.left, 8);
     std::memcpy(&push.right_bits, &p.right, 8);
   } else {

@@ -38,14 +38,17 @@ struct IsIn {
 };
 void isin_sorted(Stream& stream, const IsIn& problem);
 
-// histc: counts[b] += number of elements of the contiguous float `in` in bin b of `bins`
+// histc: counts[b] += number of elements of the contiguous `in` in bin b of `bins`
 // equal-width bins over [left, right] (left < right, both finite and representable in the
 // input dtype). counts: `bins` uint32 (an Int32 operand), zeroed by the caller. Bin selection
 // follows the CPU's linear interpolation in the input dtype's arithmetic; the right edge
 // belongs to the last bin; NaN and values outside [left, right] are not counted.
+// Integer inputs (any integer dtype) bin like CUDA's histc, in int64 arithmetic:
+// b = (x - left_int) * bins / (right_int - left_int), truncated; left / right are then unused.
 struct Histc {
   int64_t numel = 0, bins = 1;
   double left = 0, right = 1;
+  int64_t left_int = 0, right_int = 1;
   Operand in, counts;
 };
 void histc(Stream& stream, const Histc& problem);

@@ -110,3 +110,35 @@ def test_histogram_half_with_range_or_edges(dtype):
     x = sample(torch.float32).to(dtype)
     exact(lambda a: torch.histogram(a, bins=6, range=(-3.0, 3.0)), x)
     exact(lambda a, b: torch.histogram(a, bins=b), x, torch.tensor([-2.5, -1.0, 0.0, 0.25, 2.0], dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64],
+                         ids=str)
+def test_histc_integer_input_bins_like_cuda(dtype):
+    """The CPU has no integer histc; CUDA bins integers in int64 arithmetic
+    ((x - min) * bins / (max - min), truncated; the right edge in the last bin; min == max: the
+    input's range). Hugging Face's mixture-of-experts layers count tokens per expert this way
+    on every device but the CPU. Reference: that arithmetic in Python."""
+    low = 0 if dtype == torch.uint8 else -7
+    x = torch.randint(low, 20, (300,), generator=torch.Generator().manual_seed(5)).to(dtype)
+    for bins, lo, hi in [(5, low, 19), (7, 0, 0), (3, low + 5, 10), (4, 2.7, 9.5), (20, 0, 3)]:
+        got = torch.histc(x.to("vk"), bins=bins, min=lo, max=hi)
+        assert got.dtype == dtype and got.device.type == "vk"
+        left, right = int(lo), int(hi)
+        if left == right:
+            left, right = int(x.min()), int(x.max())
+        expected = [0] * bins
+        for v in x.tolist():
+            if left <= v <= right:
+                expected[min((v - left) * bins // (right - left), bins - 1)] += 1
+        assert got.cpu().tolist() == expected
+    # Expert ids 0..E-1 counted into E bins: the bincount.
+    ids = torch.randint(0, 4, (50,), dtype=torch.int32)
+    assert torch.histc(ids.to("vk"), bins=4, min=0, max=3).cpu().tolist() == \
+        torch.bincount(ids, minlength=4).tolist()
+    assert torch.histc(torch.zeros(0, dtype=dtype, device="vk"), bins=3).cpu().tolist() == [0] * 3
+    if dtype == torch.uint8:  # -2 wraps to 254 (Scalar::to<uint8_t>, as on CUDA): an empty range
+        with pytest.raises(RuntimeError, match="max must be larger than min"):
+            torch.histc(x.to("vk"), bins=3, min=-2, max=10)
+    with pytest.raises(RuntimeError, match="overflow"):  # past the dtype: Scalar::to raises
+        torch.histc(x.to("vk"), bins=3, min=0, max=1e30)
