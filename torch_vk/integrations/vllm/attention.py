@@ -92,6 +92,10 @@ class VkAttentionMetadata:
 
 
 class VkAttentionMetadataBuilder(AttentionMetadataBuilder[VkAttentionMetadata]):
+    def __init__(self, kv_cache_spec, layer_names: list[str], vllm_config,
+                 device: torch.device) -> None:
+        super().__init__(kv_cache_spec, layer_names, vllm_config, device)
+
     def build(self, common_prefix_len: int, common_attn_metadata: CommonAttentionMetadata,
               fast_build: bool = False) -> VkAttentionMetadata:
         m = common_attn_metadata

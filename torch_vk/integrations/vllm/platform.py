@@ -70,6 +70,14 @@ class VkPlatform(Platform):
     def import_kernels(cls) -> None:
         from . import ops  # noqa: F401  (fake kernels of torch.ops.vk.*)
 
+    @classmethod
+    def register_triton_kernel_overrides(cls) -> None:
+        from vllm.triton_utils.dispatcher import register_kernels
+
+        from .kernels import OVERRIDES
+
+        register_kernels(OVERRIDES)
+
     # ---- device queries, all through torch.vk ----
     @classmethod
     def get_device_name(cls, device_id: int = 0) -> str:

@@ -96,3 +96,21 @@ class VkWorker(Worker):
 
     def _make_model_runner(self):
         return VkModelRunner(self.vllm_config, self.device)
+
+    def compile_or_warm_up_model(self):
+        # vLLM's kernel_warmup JIT-compiles and autotunes CUDA kernels (Triton, FlashInfer,
+        # DeepGEMM, CuTe DSL) and imports CUDA-only model modules; vk has none of them. The
+        # rest of the warm-up (dummy runs, sampler) is the GPU worker's.
+        import vllm.v1.worker.gpu_worker as gpu_worker
+
+        saved = gpu_worker.kernel_warmup
+        gpu_worker.kernel_warmup = lambda worker, **kwargs: None
+        try:
+            return super().compile_or_warm_up_model()
+        finally:
+            gpu_worker.kernel_warmup = saved
+
+    def _maybe_get_memory_pool_context(self, tag: str) -> contextlib.AbstractContextManager:
+        # vLLM's sleep-mode pools are CUDA / XPU allocators; vk allocates through its own
+        # caching allocator (sleep mode is not available: Platform.is_sleep_mode_available).
+        return contextlib.nullcontext()
