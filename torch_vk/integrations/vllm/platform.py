@@ -116,12 +116,6 @@ class VkPlatform(Platform):
         return True
 
     @classmethod
-    def is_integrated_gpu(cls, device_id: int = 0) -> bool:
-        # Host-memory devices (lavapipe, integrated GPUs): free memory is the host's.
-        props = torch.vk.get_device_properties(device_id)
-        return getattr(props, "device_type", "") in ("cpu", "integrated_gpu")
-
-    @classmethod
     def get_current_memory_usage(cls, device: torch.types.Device | None = None) -> float:
         torch.vk.reset_peak_memory_stats(device)
         return float(torch.vk.max_memory_allocated(device))
