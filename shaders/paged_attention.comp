@@ -170,7 +170,9 @@ ivec2 key_range(Params P, int req, int t) {
 }
 
 // Block id of key block `jb` of request `req`; a block id outside the cache is kept in `bad`
-// (reported once by the caller, after its key loop: no atomics inside the loops) and gives -1.
+// (reported once by the caller, after its key loop) and gives -1. No atomics inside the key
+// loops: on llvmpipe (lavapipe 22.3) an invocation whose loop calls a function with atomics
+// (the error report) silently stops after the loop's first iterations (measured).
 int page_of(Params P, int req, int jb, inout int bad) {
   const int b = RefI32(tvk_elem_addr(P.block_table, req * P.bt_stride + jb, 2)).v;
   if (b < 0 || b >= P.num_blocks) {
