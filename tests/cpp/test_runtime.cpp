@@ -352,8 +352,10 @@ TEST(Discovery, VisibleDevicesEnvironment) {
   EXPECT_EXIT(child_device_count_exit(), ::testing::ExitedWithCode(0), "count=0");
   setenv("TORCH_VK_VISIBLE_DEVICES", "0", 1);
   EXPECT_EXIT(child_device_count_exit(), ::testing::ExitedWithCode(std::min(all, 1)), "count=");
-  setenv("TORCH_VK_VISIBLE_DEVICES", "0,0,42,x", 1);  // repeats, out-of-range and junk ignored
+  setenv("TORCH_VK_VISIBLE_DEVICES", "0,42,x", 1);  // out-of-range and junk ignored
   EXPECT_EXIT(child_device_count_exit(), ::testing::ExitedWithCode(std::min(all, 1)), "count=");
+  setenv("TORCH_VK_VISIBLE_DEVICES", "0,0,0", 1);  // a repeat is one more logical device
+  EXPECT_EXIT(child_device_count_exit(), ::testing::ExitedWithCode(all >= 1 ? 3 : 0), "count=");
   unsetenv("TORCH_VK_VISIBLE_DEVICES");
   unsetenv("TVK_TEST_VISIBLE_CHILD");
 }

@@ -27,6 +27,8 @@ namespace tvk::aten {
 void register_generated_bindings(py::module_& m);
 void register_graph_bindings(py::module_& m);  // torch_vk/csrc/graph_bindings.cpp
 void register_replay_bindings(py::module_& m);  // torch_vk/csrc/replay_bindings.cpp
+// torch_vk/csrc/distributed/bindings.cpp: _distributed_init (defines ProcessGroupVK lazily)
+void register_distributed_bindings(py::module_& m);
 
 namespace {
 
@@ -328,4 +330,7 @@ PYBIND11_MODULE(_C, m) {
 
   // ---- run-time generated kernels (torch.compile) ----
   register_generated_bindings(m);
+
+  // ---- c10d backend "vkgloo" (torch_vk/distributed) ----
+  register_distributed_bindings(m);
 }
