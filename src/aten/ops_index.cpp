@@ -759,7 +759,7 @@ at::Tensor& masked_fill_impl(at::Tensor& self, const at::Tensor& mask, const at:
                                 .add_const_input(value)
                                 .add_const_input(self)
                                 .build();
-  launch_elementwise(iter, "where", compute_kind_for(self.scalar_type()));
+  launch_elementwise(iter, "where", self.scalar_type(), {}, {.keep_inputs = 1u << 1});  // the mask
   return self;
 }
 
@@ -775,7 +775,12 @@ at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask, const 
   if (self.is_complex()) return complex_masked_fill_(self, mask, value);
   vk_dtype(self.scalar_type(), "masked_fill_");
   if (value.device().is_cpu()) return masked_fill_scalar_(self, mask, value.item());
-  // A device value stays on the device (no sync): broadcast it as a tensor of self's dtype.
+  // The CPU converts value.item() with the checked conversion of its fill (an int8 tensor
+  // filled with a bfloat16 1e4 raises): a value of a dtype that self's dtype does not hold is
+  // read on the host to do the same. Any other device value stays on the device (no sync),
+  // broadcast as a tensor of self's dtype.
+  if (!holds_values_of(value.scalar_type(), self.scalar_type()))
+    return masked_fill_scalar_(self, mask, value.item());
   return masked_fill_impl(self, mask, value.to(self.scalar_type()));
 }
 
