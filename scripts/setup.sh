@@ -6,7 +6,8 @@
 #     and glslang + SPIRV-Tools (static libraries: the run-time compiler of torch.compile's
 #     generated kernels).
 #   - Python: a virtual environment with torch (2.11-2.14; default torch==2.13.0), the test
-#     tools, safetensors (checkpoint tests) and matplotlib (the example's loss curve), then
+#     tools (pytest, hypothesis for tests/fuzz), safetensors (checkpoint tests) and matplotlib
+#     (the example's loss curve), then
 #     `pip install --no-build-isolation .`.
 # Environment: TORCH_VK_TORCH_SPEC (pip requirement for torch, default "torch==2.13.0").
 set -euo pipefail
@@ -42,7 +43,8 @@ if ! "$VPY" -c "import torch" >/dev/null 2>&1; then
   echo "== installing ${TORCH_VK_TORCH_SPEC:-torch==2.13.0}"
   "$VPY" -m pip install -q "${TORCH_VK_TORCH_SPEC:-torch==2.13.0}"
 fi
-"$VPY" -m pip install -q --upgrade "setuptools>=70.1" wheel pytest expecttest numpy safetensors matplotlib
+"$VPY" -m pip install -q --upgrade "setuptools>=70.1" wheel pytest expecttest numpy safetensors matplotlib \
+  "hypothesis==6.155.2"
 
 echo "== building torch-vk"
 # Editable install: the extension is built into ./torch_vk, so the package imported from this

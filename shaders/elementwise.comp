@@ -24,7 +24,9 @@
 //   output's storage dtype). Bit k (1..3) of the cast mask rounds input k to the value dtype
 //   after its load (an operand of another dtype, e.g. a 0-dim int32 tensor next to uint8);
 //   bit 0 rounds the result to it before the store converts to the output's dtype (an out=
-//   tensor of a wider dtype: add(uint8, uint8, out=int32) wraps in uint8 first).
+//   tensor of a wider dtype: add(uint8, uint8, out=int32) wraps in uint8 first). Bits 8..15,
+//   when not 0, are the dtype code + 1 that the expression sees as dt0 instead of the value
+//   dtype (float16 kernels of the CPU that compute in fp32 and round only their result).
 //   Grid: 1-D, any number of workgroups; a grid-stride loop covers numel.
 //
 // Tensor-list variant (TENSOR_LIST=1, built for the op-table rows marked `list`; ndim == -1;
@@ -112,27 +114,28 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer El
 #endif
 
 // out[o0] = OP(a[o1], b[o2], c[o3]) at the given addresses; st0 is the output's storage dtype,
-// dt0 the value dtype (see the ABI above), `casts` the cast mask.
+// vdt the value dtype (see the ABI above), `casts` the cast mask.
 void apply_op(uint64_t addr0, uint64_t addr1, uint64_t addr2, uint64_t addr3, int o0, int o1,
-              int o2, int o3, int st0, int dt0, int dt1, int dt2, int dt3, int casts, T s0,
+              int o2, int o3, int st0, int vdt, int dt1, int dt2, int dt3, int casts, T s0,
               T s1) {
+  int dt0 = (casts >> 8) != 0 ? (casts >> 8) - 1 : vdt;  // the expression's dt0
 #if ARITY >= 1
   T a = LOAD_T(addr1, dt1, o1);
-  if ((casts & 2) != 0) a = tvk_round_to(a, dt0);
+  if ((casts & 2) != 0) a = tvk_round_to(a, vdt);
 #endif
 #if ARITY >= 2
   T b = LOAD_T(addr2, dt2, o2);
-  if ((casts & 4) != 0) b = tvk_round_to(b, dt0);
+  if ((casts & 4) != 0) b = tvk_round_to(b, vdt);
 #endif
 #if ARITY >= 3
   T c = LOAD_T(addr3, dt3, o3);
-  if ((casts & 8) != 0) c = tvk_round_to(c, dt0);
+  if ((casts & 8) != 0) c = tvk_round_to(c, vdt);
 #endif
 #if OP_BOOL
   T r = (OP_EXPR) ? T(1) : T(0);
 #else
   T r = (OP_EXPR);
-  if ((casts & 1) != 0) r = tvk_round_to(r, dt0);
+  if ((casts & 1) != 0) r = tvk_round_to(r, vdt);
 #endif
   STORE_T(addr0, st0, o0, r);
 }

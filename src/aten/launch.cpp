@@ -5,6 +5,7 @@
 #include <c10/util/TypeCast.h>
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 
 #include "aten/vk_common.h"
@@ -106,13 +107,16 @@ c10::Scalar cpu_scalar_value(at::TensorIteratorBase& iter, int i) {
 
 // launch_elementwise over one 32-bit-indexable piece. `host_casts` bit i: CPU scalar operand i
 // is converted to `value_dtype` on the host (the kernel's round_inputs cover device operands).
+// `out_dtype`: operand 0's dtype when it is not the iterator's (the int64 twin of a float64
+// output, see launch_elementwise).
 void launch_piece(at::TensorIteratorBase& iter, const char* op, ComputeKind kind,
                   const kernels::Scalars& scalars, const kernels::ValueCasts& casts,
-                  uint32_t host_casts, at::ScalarType value_dtype) {
+                  uint32_t host_casts, at::ScalarType value_dtype,
+                  std::optional<at::ScalarType> out_dtype = std::nullopt) {
   if (iter.numel() == 0) return;
   if (!iter.can_use_32bit_indexing()) {
     for (auto&& sub : iter.with_32bit_indexing())
-      launch_piece(sub, op, kind, scalars, casts, host_casts, value_dtype);
+      launch_piece(sub, op, kind, scalars, casts, host_casts, value_dtype, out_dtype);
     return;
   }
   TORCH_CHECK(iter.ndim() <= kernels::kMaxDims, "torch-vk: ", op, " on a tensor with ",
@@ -129,7 +133,7 @@ void launch_piece(at::TensorIteratorBase& iter, const char* op, ComputeKind kind
 
   kernels::Operand operands[kernels::kMaxOperands];
   for (int i = 0; i < iter.ntensors(); ++i) {
-    const at::ScalarType dtype = iter.dtype(i);
+    const at::ScalarType dtype = i == 0 && out_dtype ? *out_dtype : iter.dtype(i);
     operands[i].dtype = vk_dtype(dtype, op);
     const int64_t element_size = static_cast<int64_t>(c10::elementSize(dtype));
     if (iter.is_cpu_scalar(i)) {
@@ -198,8 +202,12 @@ void launch_elementwise(at::TensorIteratorBase& iter, const char* op, at::Scalar
   for (int i = 1; i < iter.ntensors(); ++i) {
     if (options.keep_inputs & (1u << i)) continue;
     if (options.opmath_scalar_operand2 && i == 2 && at::isReducedFloatingType(dtype) &&
-        iter.is_scalar(2))
+        iter.is_scalar(2)) {
+      // The CPU's kernel for this case computes in fp32 and rounds only its result.
+      casts.opmath_expression = true;
+      casts.expression = kernels::DType::Float32;
       continue;
+    }
     if (iter.is_cpu_scalar(i)) {
       host_casts |= 1u << i;
     } else if (dtype != native && !holds_values_of(iter.dtype(i), dtype)) {
@@ -210,6 +218,20 @@ void launch_elementwise(at::TensorIteratorBase& iter, const char* op, at::Scalar
   const bool bool_result = info && info->bool_result;
   casts.round_result =
       !options.keep_result && !bool_result && dtype != native && iter.dtype(0) != dtype;
+  if ((kind == ComputeKind::Int32 || kind == ComputeKind::Int64) && iter.dtype(0) == at::kDouble) {
+    // The integer kernels have no float64 stores (they run on devices without shaderFloat64):
+    // the result goes to an int64 twin of the output (the same element size, so the
+    // iterator's byte strides fit it unchanged), then a copy converts it as the output cast
+    // would (exactly, or correctly rounded past 2^53).
+    const at::Tensor out(iter.tensor_base(0));
+    at::Tensor twin = at::empty_strided(out.sizes(), out.strides(), out.options().dtype(at::kLong));
+    void* original = iter.data_ptr(0);
+    iter.unsafe_replace_operand(0, twin.data_ptr());
+    launch_piece(iter, op, kind, scalars, casts, host_casts, dtype, at::kLong);
+    iter.unsafe_replace_operand(0, original);
+    out.copy_(twin);
+    return;
+  }
   launch_piece(iter, op, kind, scalars, casts, host_casts, dtype);
 }
 

@@ -385,6 +385,20 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
   std::vector<int64_t> shape = self.sizes().vec();
   if (self.dim() > 0) shape[dim] = numel;
   at::native::resize_output(out, shape);
+  if (self.numel() == 0 && numel > 0) {
+    // Nothing to gather from, but the CPU still checks the indices: every index of a 1-D
+    // self is out of range; a larger self needs a non-empty indexed dim and in-range indices
+    // (read on the host, as the CPU does; only this empty case waits for the device).
+    TORCH_CHECK_INDEX(self.dim() > 1, "index out of range in self");
+    const int64_t size = self.size(dim);
+    TORCH_CHECK(size > 0, "index_select(): self indexing axis dim should be positive");
+    const at::Tensor host = index.to(at::kCPU, at::kLong).contiguous();
+    const int64_t* values = host.const_data_ptr<int64_t>();
+    for (int64_t i = 0; i < numel; ++i)
+      TORCH_CHECK(values[i] >= 0 && values[i] < size, "INDICES element is out of DATA bounds, id=",
+                  values[i], " axis_dim=", size);
+    return out;
+  }
   if (out.numel() == 0) return out;
   IndexProblem p;
   p.mode = IndexMode::Gather;
@@ -541,6 +555,38 @@ at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::
                "before performing this operation. This also applies to advanced indexing e.g. "
                "tensor[indices] = tensor");
   }
+  if (!accumulate) {
+    // PyTorch's route for one CPU value and a single bool / uint8 mask on self's device (the
+    // other indices absent, `x[mask] = v`): masked_fill_ with value.item(), so the value is
+    // converted like a fill's, whatever its dtype (the CPU's and CUDA's canDispatchToMaskedFill).
+    if (value.numel() == 1 && value.device().is_cpu()) {
+      at::Tensor mask;
+      int64_t num_ind = 0;
+      bool maskable = true;
+      for (const std::optional<at::Tensor> index : indices) {
+        if (!index.has_value() || !index->defined()) {
+          ++num_ind;
+          continue;
+        }
+        const at::Tensor& i = *index;
+        if ((i.scalar_type() != at::kByte && i.scalar_type() != at::kBool) || i.device() != self.device() ||
+            mask.defined()) {
+          maskable = false;
+          break;
+        }
+        mask = i;
+        for (int64_t j = 0; j < i.dim(); ++j)
+          TORCH_CHECK_INDEX(i.size(j) == self.size(num_ind + j), "The shape of the mask ", i.sizes(),
+                            " at index ", j, " does not match the shape of the indexed tensor ",
+                            self.sizes(), " at index ", num_ind + j);
+        num_ind += i.dim();
+      }
+      if (maskable && mask.defined()) {
+        for (int64_t i = num_ind; i < self.dim(); ++i) mask = mask.unsqueeze(-1);
+        return self.masked_fill_(mask, value.item());
+      }
+    }
+  }
   vk_dtype(self.scalar_type(), "index_put_");
   at::Tensor v = value;
   if (v.device() != self.device() && v.numel() == 1 && v.dim() == 0) v = v.to(self.device());
@@ -608,10 +654,25 @@ void launch_index_scatter(const at::Tensor& self, int64_t dim, const at::Tensor&
   run(p, self.device());
 }
 
+// An empty self has nothing for the kernels to write, so they check no index either; the CPU
+// does (index_add of a 1-D self, index_reduce): every index must lie in [0, size), checked
+// here on the host (only this degenerate case reads the indices back).
+void check_indices_on_host(const at::Tensor& index, int64_t size) {
+  const at::Tensor host = index.to(at::kCPU, at::kLong).contiguous();
+  const int64_t* values = host.const_data_ptr<int64_t>();
+  for (int64_t i = 0; i < host.numel(); ++i)
+    TORCH_CHECK_INDEX(values[i] >= 0 && values[i] < size, "index out of range in self");
+}
+
 at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                           const at::Tensor& source, const c10::Scalar& alpha, at::Tensor& out) {
   Structured<at::meta::structured_index_add> s(out);
   dim = s.meta(self, dim, index, source, alpha).dim;
+  if (self.numel() == 0 && index.numel() > 0) {
+    // The CPU: a 1-D (or 0-dim) self checks every index; a larger empty self returns.
+    if (self.dim() <= 1) TORCH_CHECK_INDEX(false, "index out of range in self");
+    return out;
+  }
   copy_self(self, out);
   vk_dtype(self.scalar_type(), "index_add_");
   at::Tensor src = source;
@@ -654,7 +715,16 @@ at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tens
   vk_dtype(dtype, "index_reduce_");
   check_vk(index, self, "index", "index_reduce_()");
   check_vk(source, self, "source", "index_reduce_()");
+  if (self.numel() == 0 && index.numel() > 0) {
+    // The CPU selects slice 0 of a 2-d+ self (an IndexError when the dim is empty), then
+    // checks every index.
+    TORCH_CHECK_INDEX(self.dim() <= 1 || self.size(dim) > 0, "select(): index 0 out of range for tensor of size ",
+                      self.sizes(), " at dimension ", dim);
+    check_indices_on_host(index, size_at(self, dim));
+    return out;
+  }
   copy_self(self, out);
+  if (index.numel() == 0 && self.dim() > 1) return out;  // the CPU returns before any reduction
   const AccumulateOp op = accumulate_op(reduce, "index_reduce");
   if (!include_self)
     launch_index_scatter(out, dim, index, at::Tensor(), reduction_identity(op, dtype),

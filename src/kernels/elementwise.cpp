@@ -31,7 +31,8 @@ struct ElementwisePush {
   int32_t dtype[4];
   int32_t stride0[4];
   int32_t value_dtype;
-  int32_t cast_mask;  // bit 0: round the result, bit k: round input k (ValueCasts)
+  int32_t cast_mask;  // bit 0: round the result, bit k: round input k, bits 8..15: the
+                      // expression dtype + 1 (0: the value dtype) (ValueCasts)
 };
 static_assert(sizeof(ElementwisePush) == 128);
 static_assert(sizeof(ElementwisePush) <= kMaxPushConstantBytes);
@@ -136,6 +137,10 @@ ElementwisePush base_push(const DType* dtypes, int num_operands, const Scalars& 
     if ((casts.round_inputs & ~((2u << (num_operands - 1)) - 2u)) != 0)
       invalid(kWhere, "round_inputs names an operand that is not an input");
     push.cast_mask = static_cast<int32_t>(casts.round_inputs | (casts.round_result ? 1u : 0u));
+    if (casts.opmath_expression) {
+      check_dtype(kWhere, casts.expression, "expression dtype");
+      push.cast_mask |= (static_cast<int32_t>(casts.expression) + 1) << 8;
+    }
   }
   for (int j = 0; j < 2; ++j) {
     push.si[j] = scalars.i[j];

@@ -83,6 +83,10 @@ struct ValueCasts {
   DType value = DType::Float32;
   uint32_t round_inputs = 0;
   bool round_result = false;
+  // The dtype the expressions see as dt0 when it is not `value`: the CPU's float16 / bfloat16
+  // kernels that compute in fp32 "opmath" and round only their result (mul / div by a scalar).
+  bool opmath_expression = false;
+  DType expression = DType::Float32;
 };
 
 // One entry per row of shaders/elementwise_ops.toml.
