@@ -95,6 +95,12 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         for name in fuzz.op_names(args.ops):
             print(name)
         return 0
+    if args.replay is not None:
+        names = fuzz.op_names(args.ops)
+        if len(names) != 1:
+            print("--replay needs --ops naming exactly one op (e.g. --ops '^sum$')")
+            return 2
+        return 1 if fuzz.fuzz_one(names[0], args.replay) else 0
     failures = fuzz.fuzz(args.cases, seed=args.seed, pattern=args.ops,
                          stop_after=args.stop_after, verbose=args.verbose)
     return 1 if failures else 0
@@ -126,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     p_fuzz.add_argument("--stop-after", type=int, default=50,
                         help="stop after this many failures (0: never; default 50)")
     p_fuzz.add_argument("--list", action="store_true", help="list the fuzzed ops and exit")
+    p_fuzz.add_argument("--replay", type=int, default=None, metavar="CASE_SEED",
+                        help="rerun the one case of a failure report (with --ops naming its op)")
     p_fuzz.add_argument("-v", "--verbose", action="store_true", help="print every case")
     p_fuzz.set_defaults(func=cmd_fuzz)
     args, _unknown = parser.parse_known_args(argv)

@@ -17,6 +17,7 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ScalarOps.h>
 #include <ATen/native/TensorAdvancedIndexingUtils.h>
 #include <ATen/ops/gather_meta.h>
 #include <ATen/ops/index_add_meta.h>
@@ -340,9 +341,12 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
   Structured<at::meta::structured_scatter_reduce_two> s(out);
   s.meta(self, dim, index, src, reduce, include_self);
   copy_self(self, out);
+  const at::ScalarType dtype = out.scalar_type();
+  // The CPU divides the means with a floor division for integer dtypes, which it does not
+  // dispatch for bool, whatever the index.
+  if (reduce == "mean" && dtype == at::kBool) raise_not_implemented_for("div_floor_cpu", dtype);
   if (index.numel() == 0) return out;
   const AccumulateOp op = accumulate_op(reduce, "scatter_reduce");
-  const at::ScalarType dtype = out.scalar_type();
   if (!include_self)
     launch_scatter(out, dim, index, at::Tensor(), reduction_identity(op, dtype), std::nullopt,
                    "scatter_reduce");
@@ -414,7 +418,13 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
   t.size = size_at(self, dim);
   t.stride = stride_at(self, dim);
   t.error_dim = static_cast<int32_t>(dim);
-  p.error_code = code(DeviceErrorCode::IndexOutOfRangeInSelf);
+  // The CPU's error depends on its code path: its dim-1 fast path (a 2-d+ self, a contiguous
+  // result) raises a RuntimeError ("INDICES element is out of DATA bounds"), its other paths
+  // IndexError("index out of range in self"). Same exception types here (the RuntimeError
+  // with the scatter / gather wording).
+  const bool dim1_path = self.dim() > 1 && dim == 1 && out.is_contiguous();
+  p.error_code = code(dim1_path ? DeviceErrorCode::ScatterGatherOutOfBounds
+                                : DeviceErrorCode::IndexOutOfRangeInSelf);
   run(p, self.device());
   return out;
 }
@@ -675,11 +685,20 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
   }
   copy_self(self, out);
   vk_dtype(self.scalar_type(), "index_add_");
+  // alpha as a value of self's dtype, as the CPU's loop multiplies (alpha.to<scalar_t>(): -1 is
+  // true for bool); the product keeps the source's dtype.
   at::Tensor src = source;
-  if (!(alpha.isIntegral(true) ? alpha.toLong() == 1 : alpha.toDouble() == 1.0))
-    src = at::mul(source, alpha);
+  const c10::Scalar a = out.is_complex() ? alpha : scalar_to_dtype(alpha, out.scalar_type());
+  const bool unit_alpha = a.isIntegral(true) ? a.toLong() == 1 : (!a.isComplex() && a.toDouble() == 1.0);
+  if (!unit_alpha) src = at::mul(source, at::native::wrapped_scalar_tensor(a).to(source.scalar_type()));
+  // The CPU's 2-d+ index_add along the first or last dim with alpha 1 and int64 indices is a
+  // scatter_add (its out-of-range error a RuntimeError); its other paths raise IndexError.
+  const bool scatter_path = out.dim() > 1 && (dim == 0 || dim == out.dim() - 1) && unit_alpha &&
+                            index.scalar_type() == at::kLong;
   launch_index_scatter(out, dim, index, src, 0, IndexMode::Accumulate,
-                       DeviceErrorCode::IndexOutOfRangeInSelf, false, "index_add_");
+                       scatter_path ? DeviceErrorCode::ScatterGatherOutOfBounds
+                                    : DeviceErrorCode::IndexOutOfRangeInSelf,
+                       false, "index_add_");
   return out;
 }
 at::Tensor index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index,
@@ -716,8 +735,11 @@ at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tens
   check_vk(index, self, "index", "index_reduce_()");
   check_vk(source, self, "source", "index_reduce_()");
   if (self.numel() == 0 && index.numel() > 0) {
-    // The CPU selects slice 0 of a 2-d+ self (an IndexError when the dim is empty), then
-    // checks every index.
+    // The CPU: without self, the identity fill of an empty dim fails first (a RuntimeError from
+    // its storage check); then it selects slice 0 of a 2-d+ self (an IndexError when the dim is
+    // empty) and checks every index.
+    TORCH_CHECK(include_self || size_at(self, dim) > 0, "index_reduce_(): cannot fill the indexed slices of "
+                "an empty dimension (dim ", dim, " of a tensor of size ", self.sizes(), ")");
     TORCH_CHECK_INDEX(self.dim() <= 1 || self.size(dim) > 0, "select(): index 0 out of range for tensor of size ",
                       self.sizes(), " at dimension ", dim);
     check_indices_on_host(index, size_at(self, dim));
@@ -785,6 +807,9 @@ void index_fill_checks(const at::Tensor& self, int64_t& dim, const at::Tensor& i
 
 at::Tensor& index_fill_scalar_(at::Tensor& self, int64_t dim, const at::Tensor& index, const c10::Scalar& value) {
   index_fill_checks(self, dim, index);
+  // The CPU kernel converts the value first (value.to<scalar_t>(), which raises on overflow),
+  // also when there is nothing to fill.
+  if (!self.is_complex()) (void)scalar_to_dtype(value, self.scalar_type());
   launch_index_scatter(self, dim, index, at::Tensor(), value, IndexMode::Scatter,
                        DeviceErrorCode::IndexOutOfBounds, true, "index_fill_");
   return self;

@@ -216,6 +216,14 @@ def test_writes_to_expanded_tensors(case):
     lambda d: torch.zeros(3, 0, device=d).index_select(0, t([-1], torch.int32, d)),
     lambda d: F.embedding(t([0], torch.int64, d), torch.zeros(0, 3, device=d)),
     lambda d: F.embedding(t([1], torch.int64, d), torch.zeros(2, 0, device=d)),
+    lambda d: torch.zeros(0, device=d).index_reduce_(0, t([1], torch.int64, d), torch.ones(1, device=d), "prod",
+                                                     include_self=False),
+    lambda d: torch.zeros(3, 0, device=d).index_reduce_(0, t([4], torch.int64, d), torch.ones(1, 0, device=d), "amax",
+                                                        include_self=False),
+    lambda d: torch.zeros(0, 2, dtype=torch.bool, device=d).scatter_reduce(
+        0, torch.zeros(0, 2, dtype=torch.int64, device=d), torch.ones(1, 2, dtype=torch.bool, device=d), "mean"),
+    lambda d: torch.full((0, 1), 1e39, dtype=torch.int32, device=d),
+    lambda d: torch.zeros(4, 0, 1, dtype=torch.uint8, device=d).index_fill_(1, t([0], torch.int64, d), 300),
     lambda d: torch.ones(4, 1, 5, dtype=torch.bool, device=d).index_reduce_(
         2, torch.zeros(0, dtype=torch.int64, device=d), torch.ones(4, 1, 0, dtype=torch.bool, device=d), "mean"),
 ])
@@ -233,6 +241,28 @@ def test_empty_tensors_in_indexing(case):
     lambda d: torch.abs(t([True, False], torch.bool, d)),
 ])
 def test_error_types(case):
+    assert_same(case)
+
+
+@pytest.mark.parametrize("case", [
+    # reductions and scans convert their input to dtype= first, as the CPU
+    lambda d: torch.sum(t([[-1.5, 0.5], [1.25, 0.25]], torch.float16, d), 0, dtype=torch.bool),
+    lambda d: torch.sum(t([[-1.5, 0.5], [1.75, 2.25]], torch.float32, d), 0, dtype=torch.int8),
+    lambda d: torch.prod(t([-1.5, 2.5, 3.5], torch.float32, d), 0, dtype=torch.int16),
+    lambda d: torch.cumsum(t([1, 2], torch.int64, d), 0, dtype=torch.bool),  # raises
+    lambda d: torch.cumprod(t([1, 2], torch.int64, d), 0, dtype=torch.bool),  # raises
+    # index_add converts alpha to the dtype (-1 is true for bool)
+    lambda d: t([[True, False], [True, False]], torch.bool, d).index_add_(
+        0, t([0, 1], torch.int64, d), t([[True, True], [False, True]], torch.bool, d), alpha=-1),
+    lambda d: t([[1, 2], [3, 4]], torch.int8, d).index_add_(
+        0, t([1, 0], torch.int64, d), t([[100, 1], [2, 3]], torch.int8, d), alpha=3),
+    # out-of-range indices raise the exception type of the CPU's code path
+    lambda d: torch.ones(2, 4, device=d).index_select(1, t([4], torch.int64, d)),
+    lambda d: torch.ones(4, 2, device=d).index_select(0, t([4], torch.int64, d)),
+    lambda d: torch.ones(3, 1, device=d).index_add_(0, t([0, 4], torch.int64, d), torch.ones(2, 1, device=d)),
+    lambda d: torch.ones(3, 2, 2, device=d).index_add_(1, t([0, 4], torch.int64, d), torch.ones(3, 2, 2, device=d)),
+])
+def test_reduction_and_index_conversions(case):
     assert_same(case)
 
 
