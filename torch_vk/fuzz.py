@@ -1599,6 +1599,8 @@ def _conv1d(g):
     n, cin, cout, l, k = g.int(1, 2), g.int(1, 3), g.int(1, 3), g.int(1, 7), g.int(1, 3)
     dt = g.dtype([torch.float32, torch.float64] + HALF)
     stride, pad, dil = g.int(1, 2), g.int(0, 1), g.int(1, 2)
+    if dt == torch.float16 and stride > 1:
+        dil = 1  # PyTorch 2.13's CPU conv1d crashes (SIGSEGV) on float16 with stride and dilation 2
     b = g.tensor((cout,), dt, "small") if g.chance(0.5) else None
     return Case("conv1d", lambda x, w, bb: F.conv1d(x, w, bb, stride, pad, dil),
                 [g.tensor((n, cin, l), dt, "small"), g.tensor((cout, cin, k), dt, "small"), b], tol="accum")
@@ -1783,9 +1785,9 @@ def fuzz(cases: int, seed: int = 0, pattern: str | None = None, stop_after: int 
             case_seed = seed * 1_000_003 + i
             try:
                 case = make_case(name, random.Random(case_seed), float64)
-                _run_with_device(case)
                 if verbose:
-                    log(f"ok   {name}: {case.describe()}")
+                    log(f"case {name} (seed {case_seed}): {case.describe()}")
+                _run_with_device(case)
             except CaseFailure as e:
                 failures += 1
                 per_op[name] = per_op.get(name, 0) + 1
