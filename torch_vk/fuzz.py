@@ -129,8 +129,8 @@ class Gen:
                 v = self.choice([info.min, info.max, 0, -1, 1])
             else:
                 v = self.int(-9, 9)
-            if kind == "nonzero" and v == 0:
-                v = 1
+            if kind == "nonzero" and v % 256 == 0:
+                v = 1  # also non-zero once wrapped to a narrower integer dtype by promotion
             vals.append(max(info.min, min(info.max, v)) if info.min < 0 else v % (info.max + 1))
         return torch.tensor(vals, dtype=torch.int64).reshape(shape).to(dtype)
 
@@ -157,8 +157,8 @@ class Gen:
                 return self.chance(0.5)
             if t == "int":
                 v = self.int(-4, 4) if self.chance(0.8) else self.choice([-129, 200, 255, 256, 70000])
-                if kind in ("positive", "nonzero") and v <= 0:
-                    v = 2
+                if kind in ("positive", "nonzero") and (v <= 0 or v % 256 == 0):
+                    v = 2  # non-zero in every integer dtype it may be wrapped to
                 return v
             v = self.choice([0.5, -1.5, 0.1, 2.25, 1e-3, 3.0, 1e5]) if self.chance(0.7) else self.r.uniform(-3, 3)
             if kind == "any" and self.chance(0.05):

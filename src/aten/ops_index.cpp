@@ -843,6 +843,15 @@ at::Tensor& masked_fill_impl(at::Tensor& self, const at::Tensor& mask, const at:
   check_vk(mask, self, "mask", "masked_fill_");
   const c10::MaybeOwned<at::Tensor> m = at::expand_inplace(self, mask, "masked_fill_");
   if (self.numel() == 0) return self;
+  if (at::has_internal_overlap(self) == at::MemOverlap::Yes) {
+    // Elements of an expanded self share memory: only the masked ones may be written (the
+    // CPU's kernel writes nothing else), which the where() kernel below cannot promise, so
+    // the masked positions are scattered (index_put_ of the value on the device; it reads the
+    // mask's nonzero positions back, only in this deprecated case).
+    const at::Tensor v = value.to(self.device(), self.scalar_type()).reshape({});
+    self.index_put_({*m}, v);
+    return self;
+  }
   // self = where(mask, value, self), element by element in place.
   at::TensorIterator iter = at::TensorIteratorConfig()
                                 .set_check_mem_overlap(false)

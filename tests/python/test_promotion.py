@@ -198,6 +198,11 @@ def test_overflowing_conversions(case):
     lambda d: torch.zeros(1, 3, device=d).expand(2, 3).fill_(1.5),
     lambda d: torch.ones(1, 3, dtype=torch.int16, device=d).expand(2, 3).zero_(),
     lambda d: torch.ones(3, 1, device=d).expand(3, 4).masked_fill_(t([True, False, True, True], torch.bool, d), 2.0),
+    # one element behind every position: it takes the value where any alias is masked
+    lambda d: torch.full((1,), 253, dtype=torch.uint8, device=d).expand(5, 2).masked_fill_(
+        t([[False, False], [False, True], [False, False], [False, False], [False, False]], torch.bool, d),
+        torch.tensor(0.0, dtype=torch.bfloat16, device=d)),
+    lambda d: torch.full((1,), 3.0, device=d).expand(4).masked_fill_(t([False] * 4, torch.bool, d), 9.0),
 ])
 def test_writes_to_expanded_tensors(case):
     assert_same(case)
