@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up (scripts/setup.sh), then runs every test: the C++ unit tests of the runtime and
-# kernel layers (GoogleTest via ctest) and the Python suite (pytest), all under the Khronos
-# validation layer (TORCH_VK_VALIDATION=1): any validation error fails the run.
+# kernel layers (GoogleTest via ctest) and the Python suite (pytest: tests/python and the
+# differential fuzz suite tests/fuzz), all under the Khronos validation layer
+# (TORCH_VK_VALIDATION=1): any validation error fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -16,7 +17,7 @@ cmake --build build/cpp-tests -j2
 (cd build/cpp-tests && ctest --output-on-failure -j2)
 
 echo "== Python tests"
-"$VPY" -m pytest tests/python -q -p no:cacheprovider
+"$VPY" -m pytest tests/python tests/fuzz -q -p no:cacheprovider
 
 echo "== Workflow tests"
 "$VPY" -m pytest tests/workflows -q -p no:cacheprovider

@@ -287,6 +287,44 @@ void store_f64(uint64_t base, int dt, int i, double v) {
 #endif
 #endif
 
+// ---- value casts (TensorIterator's conversions to an op's common dtype) ----
+// tvk_round_to(v, dt): the compute-type value `v` converted to storage dtype `dt` and back, as
+// PyTorch's C-style casts do (round to nearest even for float16 / bfloat16 / float32, wrap for
+// narrow integers, v != 0 for bool). The identity when every value of T is one of `dt`'s.
+#ifdef KIND
+#if KIND == KIND_FLOAT32
+float tvk_round_to(float v, int dt) {
+  if (dt == DT_FLOAT16) return tvk_half_to_float(tvk_float_to_half(v));
+  if (dt == DT_BFLOAT16) return tvk_bf16_to_float(tvk_float_to_bf16(v));
+  return v;
+}
+#elif KIND == KIND_FLOAT64
+double tvk_round_to(double v, int dt) {
+  if (dt == DT_FLOAT32) return double(float(v));
+  if (dt == DT_FLOAT16) return double(tvk_half_to_float(tvk_float_to_half(float(v))));
+  if (dt == DT_BFLOAT16) return double(tvk_bf16_to_float(tvk_float_to_bf16(float(v))));
+  return v;
+}
+#elif KIND == KIND_INT32
+int tvk_round_to(int v, int dt) {
+  if (dt == DT_BOOL) return v != 0 ? 1 : 0;
+  if (dt == DT_UINT8) return v & 0xff;
+  if (dt == DT_INT8) return (v << 24) >> 24;
+  if (dt == DT_INT16) return (v << 16) >> 16;
+  return v;
+}
+#elif KIND == KIND_INT64
+int64_t tvk_round_to(int64_t v, int dt) {
+  if (dt == DT_BOOL) return v != 0l ? 1l : 0l;
+  if (dt == DT_UINT8) return v & 0xffl;
+  if (dt == DT_INT8) return (v << 56) >> 56;
+  if (dt == DT_INT16) return (v << 48) >> 48;
+  if (dt == DT_INT32) return (v << 32) >> 32;
+  return v;
+}
+#endif
+#endif
+
 // ---- device-side errors (runtime/error.h: DeviceErrorCode, DeviceErrorRecord) ----
 // A kernel that finds a bad argument in device memory (e.g. an index out of range) skips the
 // access and calls tvk_report_index_error(addr, code, index, size[, dim]) with `addr` the

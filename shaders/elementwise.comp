@@ -10,14 +10,23 @@
 //   TVK_FLOAT64  1 for the float64 kind (only used on devices with shaderFloat64)
 //
 // ABI (mirrored by ElementwisePush in src/kernels/elementwise.cpp):
-//   push constants (120 bytes, std430): see `Push` below.
+//   push constants (128 bytes, std430): see `Push` below.
 //   Index space: `numel` elements; dimension 0 is the fastest-varying. With ndim <= 1 the
 //   element offsets are i * stride0[k] (ndim 0: stride0 = 0); otherwise `geometry` points to
 //   an ElementwiseGeometry block (sizes[8], strides[4][8], int32 element strides, uploaded with
 //   Stream::upload_params). The launcher guarantees numel < 2^31 and that every reachable
 //   element offset fits in int32.
-//   Specialization constants: 0 = local_size_x; 1..4 = storage dtype of operand 0..3, or -1
-//   to read it from the push constants (one pipeline for every dtype combination).
+//   Specialization constants: 0 = local_size_x; 1..4 = storage dtype of operand 0..3, 5 = the
+//   cast mask, 6 = the value dtype, each -1 to read it from the push constants (one pipeline
+//   for every dtype combination).
+//   Value casts (TensorIterator's type promotion): the op computes on values of one dtype, the
+//   `value dtype` (the CPU kernel's scalar_t; dt0 of the expression is this dtype, not the
+//   output's storage dtype). Bit k (1..3) of the cast mask rounds input k to the value dtype
+//   after its load (an operand of another dtype, e.g. a 0-dim int32 tensor next to uint8);
+//   bit 0 rounds the result to it before the store converts to the output's dtype (an out=
+//   tensor of a wider dtype: add(uint8, uint8, out=int32) wraps in uint8 first). Bits 8..15,
+//   when not 0, are the dtype code + 1 that the expression sees as dt0 instead of the value
+//   dtype (float16 kernels of the CPU that compute in fp32 and round only their result).
 //   Grid: 1-D, any number of workgroups; a grid-stride loop covers numel.
 //
 // Tensor-list variant (TENSOR_LIST=1, built for the op-table rows marked `list`; ndim == -1;
@@ -59,6 +68,8 @@ layout(constant_id = 1) const int SPEC_DT0 = -1;
 layout(constant_id = 2) const int SPEC_DT1 = -1;
 layout(constant_id = 3) const int SPEC_DT2 = -1;
 layout(constant_id = 4) const int SPEC_DT3 = -1;
+layout(constant_id = 5) const int SPEC_CAST_MASK = -1;
+layout(constant_id = 6) const int SPEC_VALUE_DT = -1;
 
 layout(push_constant) uniform Push {
   uint64_t addr[4];   //   0: device address of element 0 of out, a, b, c
@@ -74,7 +85,9 @@ layout(push_constant) uniform Push {
   int ndim;           //  84
   int dtype[4];       //  88: storage dtype codes (used when SPEC_DTk < 0)
   int stride0[4];     // 104: element strides of dimension 0 (ndim <= 1 fast path)
-} pc;                 // 120 bytes
+  int value_dtype;    // 120: the op's value dtype (used when SPEC_VALUE_DT < 0)
+  int cast_mask;      // 124: value casts (used when SPEC_CAST_MASK < 0)
+} pc;                 // 128 bytes
 
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer ElementwiseGeometry {
   int sizes[8];
@@ -100,28 +113,35 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer El
 };
 #endif
 
-// out[o0] = OP(a[o1], b[o2], c[o3]) at the given addresses.
+// out[o0] = OP(a[o1], b[o2], c[o3]) at the given addresses; st0 is the output's storage dtype,
+// vdt the value dtype (see the ABI above), `casts` the cast mask.
 void apply_op(uint64_t addr0, uint64_t addr1, uint64_t addr2, uint64_t addr3, int o0, int o1,
-              int o2, int o3, int dt0, int dt1, int dt2, int dt3, T s0, T s1) {
+              int o2, int o3, int st0, int vdt, int dt1, int dt2, int dt3, int casts, T s0,
+              T s1) {
+  int dt0 = (casts >> 8) != 0 ? (casts >> 8) - 1 : vdt;  // the expression's dt0
 #if ARITY >= 1
   T a = LOAD_T(addr1, dt1, o1);
+  if ((casts & 2) != 0) a = tvk_round_to(a, vdt);
 #endif
 #if ARITY >= 2
   T b = LOAD_T(addr2, dt2, o2);
+  if ((casts & 4) != 0) b = tvk_round_to(b, vdt);
 #endif
 #if ARITY >= 3
   T c = LOAD_T(addr3, dt3, o3);
+  if ((casts & 8) != 0) c = tvk_round_to(c, vdt);
 #endif
 #if OP_BOOL
   T r = (OP_EXPR) ? T(1) : T(0);
 #else
   T r = (OP_EXPR);
+  if ((casts & 1) != 0) r = tvk_round_to(r, vdt);
 #endif
-  STORE_T(addr0, dt0, o0, r);
+  STORE_T(addr0, st0, o0, r);
 }
 
 #if TENSOR_LIST
-void run_list(int dt0, int dt1, int dt2, int dt3, T s0, T s1) {
+void run_list(int st0, int dt0, int dt1, int dt2, int dt3, int casts, T s0, T s1) {
   ElementwiseList list = ElementwiseList(pc.geometry);
   int count = list.count;
   uint chunk = uint(list.chunk);
@@ -142,7 +162,7 @@ void run_list(int dt0, int dt1, int dt2, int dt3, T s0, T s1) {
     uint64_t addr1 = list.entries[lo].addr[1];
     uint64_t addr2 = list.entries[lo].addr[2];
     uint64_t addr3 = list.entries[lo].addr[3];
-    int st0 = list.entries[lo].stride0[0];
+    int stride_out = list.entries[lo].stride0[0];
     int st1 = list.entries[lo].stride0[1];
     int st2 = list.entries[lo].stride0[2];
     int st3 = list.entries[lo].stride0[3];
@@ -160,15 +180,17 @@ void run_list(int dt0, int dt1, int dt2, int dt3, T s0, T s1) {
     }
     for (uint i = begin + gl_LocalInvocationID.x; i < end; i += gl_WorkGroupSize.x) {
       int ii = int(i);
-      apply_op(addr0, addr1, addr2, addr3, ii * st0, ii * st1, ii * st2, ii * st3, dt0, dt1,
-               dt2, dt3, es0, s1);
+      apply_op(addr0, addr1, addr2, addr3, ii * stride_out, ii * st1, ii * st2, ii * st3, st0,
+               dt0, dt1, dt2, dt3, casts, es0, s1);
     }
   }
 }
 #endif
 
 void main() {
-  int dt0 = SPEC_DT0 >= 0 ? SPEC_DT0 : pc.dtype[0];
+  int st0 = SPEC_DT0 >= 0 ? SPEC_DT0 : pc.dtype[0];
+  int dt0 = SPEC_VALUE_DT >= 0 ? SPEC_VALUE_DT : pc.value_dtype;
+  int casts = SPEC_CAST_MASK >= 0 ? SPEC_CAST_MASK : pc.cast_mask;
   int dt1 = SPEC_DT1 >= 0 ? SPEC_DT1 : pc.dtype[1];
   int dt2 = SPEC_DT2 >= 0 ? SPEC_DT2 : pc.dtype[2];
   int dt3 = SPEC_DT3 >= 0 ? SPEC_DT3 : pc.dtype[3];
@@ -184,7 +206,7 @@ void main() {
 #endif
 
 #if TENSOR_LIST
-  run_list(dt0, dt1, dt2, dt3, s0, s1);
+  run_list(st0, dt0, dt1, dt2, dt3, casts, s0, s1);
 #else
   uint n = uint(pc.numel);
   uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;  // < 2^32 - 2^31: i + step never wraps
@@ -220,8 +242,8 @@ void main() {
 #endif
       }
     }
-    apply_op(pc.addr[0], pc.addr[1], pc.addr[2], pc.addr[3], o0, o1, o2, o3, dt0, dt1, dt2, dt3,
-             s0, s1);
+    apply_op(pc.addr[0], pc.addr[1], pc.addr[2], pc.addr[3], o0, o1, o2, o3, st0, dt0, dt1, dt2,
+             dt3, casts, s0, s1);
   }
 #endif
 }

@@ -196,9 +196,13 @@ void forward_segment(uint c, uint first, uint step, bool whole_group) {
     T s = T(0), unused = T(0);
     mean = T(0);
     if (has(FLAG_CENTER)) {
-      for (uint r = first; r < n; r += step) s += LOAD_T(pc.a[0], g_x_dt, elem(c, r));
+      // Shifted by the segment's first element: a constant segment has mean exactly x0, so
+      // its deviations and its normalized values are exactly 0 (as the CPU's Welford
+      // moments give), and the sum carries less cancellation error in general.
+      T x0 = n > 0u ? LOAD_T(pc.a[0], g_x_dt, elem(c, 0u)) : T(0);
+      for (uint r = first; r < n; r += step) s += LOAD_T(pc.a[0], g_x_dt, elem(c, r)) - x0;
       combine(s, unused, whole_group);
-      mean = n > 0u ? s / T(n) : T(0);
+      mean = n > 0u ? x0 + s / T(n) : T(0);
     }
     T m2 = T(0);
     for (uint r = first; r < n; r += step) {

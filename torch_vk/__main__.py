@@ -1,4 +1,4 @@
-"""Command line: ``python -m torch_vk info | bench | coverage``."""
+"""Command line: ``python -m torch_vk info | bench | coverage | fuzz``."""
 
 from __future__ import annotations
 
@@ -88,6 +88,24 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     return coverage.main(args)
 
 
+def cmd_fuzz(args: argparse.Namespace) -> int:
+    from torch_vk import fuzz
+
+    if args.list:
+        for name in fuzz.op_names(args.ops):
+            print(name)
+        return 0
+    if args.replay is not None:
+        names = fuzz.op_names(args.ops)
+        if len(names) != 1:
+            print("--replay needs --ops naming exactly one op (e.g. --ops '^sum$')")
+            return 2
+        return 1 if fuzz.fuzz_one(names[0], args.replay) else 0
+    failures = fuzz.fuzz(args.cases, seed=args.seed, pattern=args.ops,
+                         stop_after=args.stop_after, verbose=args.verbose)
+    return 1 if failures else 0
+
+
 def cmd_not_yet(args: argparse.Namespace) -> int:
     print(f"torch-vk {args.command}: not yet implemented")
     return 2
@@ -107,6 +125,17 @@ def main(argv: list[str] | None = None) -> int:
 
     coverage.add_arguments(p_cov)
     p_cov.set_defaults(func=cmd_coverage)
+    p_fuzz = sub.add_parser("fuzz", help="differential fuzzing of the vk ops against the CPU")
+    p_fuzz.add_argument("--cases", type=int, default=1000, help="number of cases (default 1000)")
+    p_fuzz.add_argument("--seed", type=int, default=0, help="seed of the run (default 0)")
+    p_fuzz.add_argument("--ops", default=None, help="regular expression selecting op names")
+    p_fuzz.add_argument("--stop-after", type=int, default=50,
+                        help="stop after this many failures (0: never; default 50)")
+    p_fuzz.add_argument("--list", action="store_true", help="list the fuzzed ops and exit")
+    p_fuzz.add_argument("--replay", type=int, default=None, metavar="CASE_SEED",
+                        help="rerun the one case of a failure report (with --ops naming its op)")
+    p_fuzz.add_argument("-v", "--verbose", action="store_true", help="print every case")
+    p_fuzz.set_defaults(func=cmd_fuzz)
     args, _unknown = parser.parse_known_args(argv)
     return int(args.func(args) or 0)
 

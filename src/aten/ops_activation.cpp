@@ -38,7 +38,7 @@ at::Tensor& launch_float(at::TensorIterator& iter, at::Tensor& out, const char* 
                          const char* cpu_name, const Scalars& scalars = {}) {
   const at::ScalarType dtype = iter.common_dtype();
   if (!at::isFloatingType(dtype)) raise_not_implemented_for(cpu_name, dtype);
-  launch_elementwise(iter, kernel, compute_kind_for(iter, dtype), scalars);
+  launch_elementwise(iter, kernel, dtype, scalars);
   if (!out.defined()) out = iter.output();
   return out;
 }
@@ -179,8 +179,9 @@ at::Tensor& elu_out(const at::Tensor& self, const Scalar& alpha, const Scalar& s
                   .build();
   const at::ScalarType dtype = self.scalar_type();
   if (!at::isFloatingType(dtype)) raise_not_implemented_for("elu_cpu", dtype);
-  launch_elementwise(iter, "elu", compute_kind_for(iter, dtype),
-                     make_scalars(alpha.to<double>() * scale.to<double>(), scale));
+  launch_elementwise(iter, "elu", dtype,
+                     make_scalars(alpha.to<double>() * scale.to<double>(), scale),
+                     {.keep_inputs = 1u << 2});
   if (!out.defined()) out = iter.output();
   return out;
 }
@@ -216,7 +217,7 @@ at::Tensor& elu_backward_out(const at::Tensor& grad_output, const Scalar& alpha,
                   .add_const_input(negcoef)
                   .build();
   launch_elementwise(iter, is_result ? "elu_backward_result" : "elu_backward",
-                     compute_kind_for(iter, iter.common_dtype()), make_scalars(input_scale, scale));
+                     iter.common_dtype(), make_scalars(input_scale, scale), {.keep_inputs = 1u << 3});
   if (!grad_input.defined()) grad_input = iter.output();
   return grad_input;
 }
@@ -354,7 +355,7 @@ at::Tensor& threshold_impl(const at::Tensor& x, const at::Tensor& other, const S
                   .build();
   const at::ScalarType dtype = iter.common_dtype();
   if (dtype == at::kBool) raise_not_implemented_for("threshold_cpu", dtype);
-  launch_elementwise(iter, "threshold", compute_kind_for(iter, dtype),
+  launch_elementwise(iter, "threshold", dtype,
                      make_scalars(scalar_to_dtype(threshold, dtype), scalar_to_dtype(value, dtype)));
   if (!out.defined()) out = iter.output();
   return out;

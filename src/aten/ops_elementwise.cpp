@@ -78,8 +78,6 @@ void check_dtypes(const char* kernel, const at::Tensor& a, const at::Tensor* b) 
     TORCH_CHECK(!a_bool,
                 "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
                 "to invert a mask, use the `~` or `logical_not()` operator instead.");
-  } else if (name == "abs") {
-    if (a_bool) raise_not_implemented_for("abs_vk", at::kBool);
   } else if (name == "relu") {
     TORCH_CHECK(!a_bool, "Boolean inputs not supported for relu");
   } else if (name == "sub") {
@@ -98,6 +96,9 @@ struct ElementwiseRow {
   Build build;
   Dtypes dtypes = Dtypes::All;
   const char* cpu_name = nullptr;  // the CPU kernel's name in its "not implemented" error
+  // mul / div: a scalar second operand keeps its fp32 value for float16 / bfloat16
+  // (ElementwiseCasts::opmath_scalar_operand2).
+  bool opmath_scalar_operand2 = false;
 
   at::Tensor& run(at::Tensor& out, const at::Tensor& a, const at::Tensor* b,
                   const Scalars& scalars = {}) const {
@@ -107,11 +108,14 @@ struct ElementwiseRow {
         complex_elementwise(kernel, out, a, b))
       return out;
     check_dtypes(kernel, a, b);
+    // The CPU's out= checks of the truth-valued unary ops (isposinf, isneginf, signbit).
+    TORCH_CHECK(build != Build::UnaryBool || !out.defined() || out.scalar_type() == at::kBool,
+                kernel, " does not support non-boolean outputs.");
     auto iter = build_iterator(build, out, a, b);
     const at::ScalarType dtype =
         build == Build::UnaryBool || build == Build::UnaryAnyOut ? iter.input_dtype(0) : iter.common_dtype();
     if (!accepts(dtypes, dtype)) raise_not_implemented_for(cpu_name ? cpu_name : kernel, dtype);
-    launch_elementwise(iter, kernel, compute_kind_for(iter, dtype), scalars);
+    launch_elementwise(iter, kernel, dtype, scalars, {.opmath_scalar_operand2 = opmath_scalar_operand2});
     if (!out.defined()) out = iter.output();
     return out;
   }
@@ -121,10 +125,10 @@ struct ElementwiseRow {
 // arithmetic
 TVK_ROW(kAdd, "add", Build::Binary)
 TVK_ROW(kSub, "sub", Build::Binary)
-TVK_ROW(kMul, "mul", Build::Binary)
-TVK_ROW(kDiv, "div", Build::BinaryFloat)
-TVK_ROW(kDivTrunc, "div_trunc", Build::Binary, Dtypes::NoBool, "div_trunc_cpu")
-TVK_ROW(kDivFloor, "div_floor", Build::Binary, Dtypes::NoBool, "div_floor_cpu")
+TVK_ROW(kMul, "mul", Build::Binary, Dtypes::All, nullptr, true)
+TVK_ROW(kDiv, "div", Build::BinaryFloat, Dtypes::All, nullptr, true)
+TVK_ROW(kDivTrunc, "div_trunc", Build::Binary, Dtypes::NoBool, "div_trunc_cpu", true)
+TVK_ROW(kDivFloor, "div_floor", Build::Binary, Dtypes::NoBool, "div_floor_cpu", true)
 TVK_ROW(kFmod, "fmod", Build::Binary, Dtypes::NoBool, "fmod_cpu")
 TVK_ROW(kRemainder, "remainder", Build::Binary, Dtypes::NoBool, "remainder_cpu")
 TVK_ROW(kPow, "pow", Build::Binary, Dtypes::NoBool, "pow")
@@ -134,7 +138,7 @@ TVK_ROW(kHypot, "hypot", Build::Binary, Dtypes::Floating, "hypot_cpu")
 TVK_ROW(kMaximum, "maximum", Build::Binary)
 TVK_ROW(kMinimum, "minimum", Build::Binary)
 TVK_ROW(kNeg, "neg", Build::Unary)
-TVK_ROW(kAbs, "abs", Build::Unary)
+TVK_ROW(kAbs, "abs", Build::Unary, Dtypes::NoBool, "abs_cpu")
 TVK_ROW(kSign, "sign", Build::Unary)
 TVK_ROW(kReciprocal, "reciprocal", Build::UnaryFloat)
 TVK_ROW(kRsqrt, "rsqrt", Build::UnaryFloat)
@@ -247,7 +251,7 @@ struct BinaryAlpha {
     check_dtypes(R.kernel, self, &other);
     auto iter = at::TensorIterator::binary_op(out, self, other);
     at::native::alpha_check(iter.dtype(), alpha);
-    launch_elementwise(iter, R.kernel, compute_kind_for(iter, iter.common_dtype()), make_scalars(alpha));
+    launch_elementwise(iter, R.kernel, iter.common_dtype(), make_scalars(alpha));
     if (!out.defined()) out = iter.output();
     return out;
   }
@@ -296,7 +300,26 @@ at::Tensor& pow_tensor_scalar_out(const at::Tensor& base, const Scalar& exp, at:
   // or copies instead of dispatching its pow kernel).
   const at::Tensor wrapped = at::native::wrapped_scalar_tensor(exp);
   auto iter = at::TensorIterator::binary_op(out, base, wrapped);
-  launch_elementwise(iter, "pow", compute_kind_for(iter, iter.common_dtype()));
+  const at::ScalarType dtype = iter.common_dtype();
+  const bool trivial = exp.equal(0.0) || exp.equal(false) || exp.equal(1.0) || exp.equal(true);
+  if (!trivial) {
+    if (dtype == at::kBool) raise_not_implemented_for("pow", dtype);
+    // The CPU kernel: float32 / float64 / bfloat16 run sqrt, rsqrt and reciprocal for the
+    // exponents 0.5, -0.5 and -1 (so pow(-inf, 0.5) is NaN and pow(-0.0, -0.5) is -inf, unlike
+    // std::pow); float16, bfloat16 and integer dtypes read the exponent as a value of the
+    // dtype, with the checked conversion that raises on overflow (pow(int8, 200)).
+    if (dtype == at::kFloat || dtype == at::kDouble || dtype == at::kBFloat16) {
+      const char* fast = exp.equal(0.5) ? "sqrt" : exp.equal(-0.5) ? "rsqrt" : exp.equal(-1.0) ? "reciprocal" : nullptr;
+      if (fast) {
+        iter.remove_operand(2);
+        launch_elementwise(iter, fast, dtype);
+        if (!out.defined()) out = iter.output();
+        return out;
+      }
+    }
+    if (dtype != at::kFloat && dtype != at::kDouble) (void)scalar_to_dtype(exp, dtype);
+  }
+  launch_elementwise(iter, "pow", dtype);
   if (!out.defined()) out = iter.output();
   return out;
 }
@@ -318,7 +341,7 @@ at::Tensor& pow_scalar_out(const Scalar& base, const at::Tensor& exp, at::Tensor
     const at::ScalarType dtype = iter.common_dtype();
     if (!accepts(Dtypes::NoBool, dtype)) raise_not_implemented_for("pow", dtype);
   }
-  launch_elementwise(iter, "pow", compute_kind_for(iter, iter.common_dtype()));
+  launch_elementwise(iter, "pow", iter.common_dtype());
   if (!out.defined()) out = iter.output();
   return out;
 }
@@ -334,13 +357,13 @@ at::Tensor& round_decimals_out(const at::Tensor& self, int64_t decimals, at::Ten
   if (!at::isFloatingType(iter.common_dtype()))
     raise_not_implemented_for(decimals == 0 ? "round_vml_cpu" : "round_cpu", iter.common_dtype());
   if (decimals == 0) {
-    launch_elementwise(iter, "round", compute_kind_for(iter, iter.common_dtype()));
+    launch_elementwise(iter, "round", iter.common_dtype());
     if (!out.defined()) out = iter.output();
     return out;
   }
   // torch's kernel: ten_pow_decimals = 10^|decimals| in the op math type.
   const double ten_pow = std::pow(10.0, static_cast<double>(decimals < 0 ? -decimals : decimals));
-  launch_elementwise(iter, "round_decimals", compute_kind_for(iter, iter.common_dtype()),
+  launch_elementwise(iter, "round_decimals", iter.common_dtype(),
                      make_scalars(ten_pow, decimals < 0 ? 1 : 0));
   if (!out.defined()) out = iter.output();
   return out;
@@ -379,7 +402,7 @@ at::Tensor& addc_out(const at::Tensor& self, const at::Tensor& t1, const at::Ten
                   .build();
   const at::ScalarType dtype = iter.common_dtype();
   if (dtype == at::kBool) raise_not_implemented_for(kDivide ? "addcdiv_cpu_out" : "addcmul_cpu_out", dtype);
-  launch_elementwise(iter, kDivide ? "addcdiv" : "addcmul", compute_kind_for(iter, dtype), make_scalars(value));
+  launch_elementwise(iter, kDivide ? "addcdiv" : "addcmul", dtype, make_scalars(value));
   if (!out.defined()) out = iter.output();
   return out;
 }
@@ -418,7 +441,8 @@ at::Tensor& lerp_impl(const at::Tensor& self, const at::Tensor& end, const at::T
   const at::ScalarType dtype = iter.common_dtype();
   if (!at::isFloatingType(dtype))
     raise_not_implemented_for(weight_is_scalar ? "lerp_kernel_scalar" : "lerp_kernel_tensor", dtype);
-  launch_elementwise(iter, "lerp", compute_kind_for(iter, dtype));
+  // A scalar weight is read in opmath (weight.to<opmath_t>()), not as a value of the dtype.
+  launch_elementwise(iter, "lerp", dtype, {}, {.keep_inputs = weight_is_scalar ? 1u << 3 : 0u});
   if (!out.defined()) out = iter.output();
   return out;
 }
@@ -474,7 +498,7 @@ at::Tensor& clamp_scalar_out(const at::Tensor& self, const std::optional<Scalar>
   };
   const char* kernel = min && max ? "clamp" : (min ? "clamp_min" : "clamp_max");
   const Scalars scalars = min && max ? make_scalars(bound(*min), bound(*max)) : make_scalars(bound(min ? *min : *max));
-  launch_elementwise(iter, kernel, compute_kind_for(iter, dtype), scalars);
+  launch_elementwise(iter, kernel, dtype, scalars);
   if (!out.defined()) out = iter.output();
   return out;
 }
@@ -515,7 +539,7 @@ at::Tensor& clamp_tensor_out(const at::Tensor& self, const std::optional<at::Ten
   const at::ScalarType dtype = iter.common_dtype();
   if (has_min && has_max && dtype == at::kBool) raise_not_implemented_for("clamp_cpu", dtype);
   const char* kernel = has_min && has_max ? "clamp_tensor" : (has_min ? "maximum" : "minimum");
-  launch_elementwise(iter, kernel, compute_kind_for(iter, dtype));
+  launch_elementwise(iter, kernel, dtype);
   if (!out.defined()) out = iter.output();
   return out;
 }
@@ -558,7 +582,7 @@ at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan, st
                   .add_const_input(self)
                   .add_const_input(neginf_operand)
                   .build();
-  launch_elementwise(iter, "nan_to_num", compute_kind_for(iter, dtype), make_scalars(nan_r, pos_r));
+  launch_elementwise(iter, "nan_to_num", dtype, make_scalars(nan_r, pos_r));
   return out;
 }
 
@@ -588,7 +612,7 @@ at::Tensor& where_out(const at::Tensor& condition, const at::Tensor& self, const
                   .add_const_input(other)
                   .declare_static_dtype(result_type)
                   .build();
-  launch_elementwise(iter, "where", compute_kind_for(iter, result_type));
+  launch_elementwise(iter, "where", result_type, {}, {.keep_inputs = 1u << 1});  // the condition
   if (!out.defined()) out = iter.output();
   return out;
 }

@@ -17,6 +17,7 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ScalarOps.h>
 #include <ATen/native/TensorAdvancedIndexingUtils.h>
 #include <ATen/ops/gather_meta.h>
 #include <ATen/ops/index_add_meta.h>
@@ -340,9 +341,12 @@ at::Tensor& scatter_reduce_two_out(const at::Tensor& self, int64_t dim, const at
   Structured<at::meta::structured_scatter_reduce_two> s(out);
   s.meta(self, dim, index, src, reduce, include_self);
   copy_self(self, out);
+  const at::ScalarType dtype = out.scalar_type();
+  // The CPU divides the means with a floor division for integer dtypes, which it does not
+  // dispatch for bool, whatever the index.
+  if (reduce == "mean" && dtype == at::kBool) raise_not_implemented_for("div_floor_cpu", dtype);
   if (index.numel() == 0) return out;
   const AccumulateOp op = accumulate_op(reduce, "scatter_reduce");
-  const at::ScalarType dtype = out.scalar_type();
   if (!include_self)
     launch_scatter(out, dim, index, at::Tensor(), reduction_identity(op, dtype), std::nullopt,
                    "scatter_reduce");
@@ -385,6 +389,20 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
   std::vector<int64_t> shape = self.sizes().vec();
   if (self.dim() > 0) shape[dim] = numel;
   at::native::resize_output(out, shape);
+  if (self.numel() == 0 && numel > 0) {
+    // Nothing to gather from, but the CPU still checks the indices: every index of a 1-D
+    // self is out of range; a larger self needs a non-empty indexed dim and in-range indices
+    // (read on the host, as the CPU does; only this empty case waits for the device).
+    TORCH_CHECK_INDEX(self.dim() > 1, "index out of range in self");
+    const int64_t size = self.size(dim);
+    TORCH_CHECK(size > 0, "index_select(): self indexing axis dim should be positive");
+    const at::Tensor host = index.to(at::kCPU, at::kLong).contiguous();
+    const int64_t* values = host.const_data_ptr<int64_t>();
+    for (int64_t i = 0; i < numel; ++i)
+      TORCH_CHECK(values[i] >= 0 && values[i] < size, "INDICES element is out of DATA bounds, id=",
+                  values[i], " axis_dim=", size);
+    return out;
+  }
   if (out.numel() == 0) return out;
   IndexProblem p;
   p.mode = IndexMode::Gather;
@@ -400,7 +418,13 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
   t.size = size_at(self, dim);
   t.stride = stride_at(self, dim);
   t.error_dim = static_cast<int32_t>(dim);
-  p.error_code = code(DeviceErrorCode::IndexOutOfRangeInSelf);
+  // The CPU's error depends on its code path: its dim-1 fast path (a 2-d+ self, a contiguous
+  // result) raises a RuntimeError ("INDICES element is out of DATA bounds"), its other paths
+  // IndexError("index out of range in self"). Same exception types here (the RuntimeError
+  // with the scatter / gather wording).
+  const bool dim1_path = self.dim() > 1 && dim == 1 && out.is_contiguous();
+  p.error_code = code(dim1_path ? DeviceErrorCode::ScatterGatherOutOfBounds
+                                : DeviceErrorCode::IndexOutOfRangeInSelf);
   run(p, self.device());
   return out;
 }
@@ -541,6 +565,38 @@ at::Tensor& index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::
                "before performing this operation. This also applies to advanced indexing e.g. "
                "tensor[indices] = tensor");
   }
+  if (!accumulate) {
+    // PyTorch's route for one CPU value and a single bool / uint8 mask on self's device (the
+    // other indices absent, `x[mask] = v`): masked_fill_ with value.item(), so the value is
+    // converted like a fill's, whatever its dtype (the CPU's and CUDA's canDispatchToMaskedFill).
+    if (value.numel() == 1 && value.device().is_cpu()) {
+      at::Tensor mask;
+      int64_t num_ind = 0;
+      bool maskable = true;
+      for (const std::optional<at::Tensor> index : indices) {
+        if (!index.has_value() || !index->defined()) {
+          ++num_ind;
+          continue;
+        }
+        const at::Tensor& i = *index;
+        if ((i.scalar_type() != at::kByte && i.scalar_type() != at::kBool) || i.device() != self.device() ||
+            mask.defined()) {
+          maskable = false;
+          break;
+        }
+        mask = i;
+        for (int64_t j = 0; j < i.dim(); ++j)
+          TORCH_CHECK_INDEX(i.size(j) == self.size(num_ind + j), "The shape of the mask ", i.sizes(),
+                            " at index ", j, " does not match the shape of the indexed tensor ",
+                            self.sizes(), " at index ", num_ind + j);
+        num_ind += i.dim();
+      }
+      if (maskable && mask.defined()) {
+        for (int64_t i = num_ind; i < self.dim(); ++i) mask = mask.unsqueeze(-1);
+        return self.masked_fill_(mask, value.item());
+      }
+    }
+  }
   vk_dtype(self.scalar_type(), "index_put_");
   at::Tensor v = value;
   if (v.device() != self.device() && v.numel() == 1 && v.dim() == 0) v = v.to(self.device());
@@ -608,17 +664,41 @@ void launch_index_scatter(const at::Tensor& self, int64_t dim, const at::Tensor&
   run(p, self.device());
 }
 
+// An empty self has nothing for the kernels to write, so they check no index either; the CPU
+// does (index_add of a 1-D self, index_reduce): every index must lie in [0, size), checked
+// here on the host (only this degenerate case reads the indices back).
+void check_indices_on_host(const at::Tensor& index, int64_t size) {
+  const at::Tensor host = index.to(at::kCPU, at::kLong).contiguous();
+  const int64_t* values = host.const_data_ptr<int64_t>();
+  for (int64_t i = 0; i < host.numel(); ++i)
+    TORCH_CHECK_INDEX(values[i] >= 0 && values[i] < size, "index out of range in self");
+}
+
 at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index,
                           const at::Tensor& source, const c10::Scalar& alpha, at::Tensor& out) {
   Structured<at::meta::structured_index_add> s(out);
   dim = s.meta(self, dim, index, source, alpha).dim;
+  if (self.numel() == 0 && index.numel() > 0) {
+    // The CPU: a 1-D (or 0-dim) self checks every index; a larger empty self returns.
+    if (self.dim() <= 1) TORCH_CHECK_INDEX(false, "index out of range in self");
+    return out;
+  }
   copy_self(self, out);
   vk_dtype(self.scalar_type(), "index_add_");
+  // alpha as a value of self's dtype, as the CPU's loop multiplies (alpha.to<scalar_t>(): -1 is
+  // true for bool); the product keeps the source's dtype.
   at::Tensor src = source;
-  if (!(alpha.isIntegral(true) ? alpha.toLong() == 1 : alpha.toDouble() == 1.0))
-    src = at::mul(source, alpha);
+  const c10::Scalar a = out.is_complex() ? alpha : scalar_to_dtype(alpha, out.scalar_type());
+  const bool unit_alpha = a.isIntegral(true) ? a.toLong() == 1 : (!a.isComplex() && a.toDouble() == 1.0);
+  if (!unit_alpha) src = at::mul(source, at::native::wrapped_scalar_tensor(a).to(source.scalar_type()));
+  // The CPU's 2-d+ index_add along the first or last dim with alpha 1 and int64 indices is a
+  // scatter_add (its out-of-range error a RuntimeError); its other paths raise IndexError.
+  const bool scatter_path = out.dim() > 1 && (dim == 0 || dim == out.dim() - 1) && unit_alpha &&
+                            index.scalar_type() == at::kLong;
   launch_index_scatter(out, dim, index, src, 0, IndexMode::Accumulate,
-                       DeviceErrorCode::IndexOutOfRangeInSelf, false, "index_add_");
+                       scatter_path ? DeviceErrorCode::ScatterGatherOutOfBounds
+                                    : DeviceErrorCode::IndexOutOfRangeInSelf,
+                       false, "index_add_");
   return out;
 }
 at::Tensor index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index,
@@ -654,7 +734,19 @@ at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tens
   vk_dtype(dtype, "index_reduce_");
   check_vk(index, self, "index", "index_reduce_()");
   check_vk(source, self, "source", "index_reduce_()");
+  if (self.numel() == 0 && index.numel() > 0) {
+    // The CPU: without self, the identity fill of an empty dim fails first (a RuntimeError from
+    // its storage check); then it selects slice 0 of a 2-d+ self (an IndexError when the dim is
+    // empty) and checks every index.
+    TORCH_CHECK(include_self || size_at(self, dim) > 0, "index_reduce_(): cannot fill the indexed slices of "
+                "an empty dimension (dim ", dim, " of a tensor of size ", self.sizes(), ")");
+    TORCH_CHECK_INDEX(self.dim() <= 1 || self.size(dim) > 0, "select(): index 0 out of range for tensor of size ",
+                      self.sizes(), " at dimension ", dim);
+    check_indices_on_host(index, size_at(self, dim));
+    return out;
+  }
   copy_self(self, out);
+  if (index.numel() == 0 && self.dim() > 1) return out;  // the CPU returns before any reduction
   const AccumulateOp op = accumulate_op(reduce, "index_reduce");
   if (!include_self)
     launch_index_scatter(out, dim, index, at::Tensor(), reduction_identity(op, dtype),
@@ -715,6 +807,9 @@ void index_fill_checks(const at::Tensor& self, int64_t& dim, const at::Tensor& i
 
 at::Tensor& index_fill_scalar_(at::Tensor& self, int64_t dim, const at::Tensor& index, const c10::Scalar& value) {
   index_fill_checks(self, dim, index);
+  // The CPU kernel converts the value first (value.to<scalar_t>(), which raises on overflow),
+  // also when there is nothing to fill.
+  if (!self.is_complex()) (void)scalar_to_dtype(value, self.scalar_type());
   launch_index_scatter(self, dim, index, at::Tensor(), value, IndexMode::Scatter,
                        DeviceErrorCode::IndexOutOfBounds, true, "index_fill_");
   return self;
@@ -748,6 +843,15 @@ at::Tensor& masked_fill_impl(at::Tensor& self, const at::Tensor& mask, const at:
   check_vk(mask, self, "mask", "masked_fill_");
   const c10::MaybeOwned<at::Tensor> m = at::expand_inplace(self, mask, "masked_fill_");
   if (self.numel() == 0) return self;
+  if (at::has_internal_overlap(self) == at::MemOverlap::Yes) {
+    // Elements of an expanded self share memory: only the masked ones may be written (the
+    // CPU's kernel writes nothing else), which the where() kernel below cannot promise, so
+    // the masked positions are scattered (index_put_ of the value on the device; it reads the
+    // mask's nonzero positions back, only in this deprecated case).
+    const at::Tensor v = value.to(self.device(), self.scalar_type()).reshape({});
+    self.index_put_({*m}, v);
+    return self;
+  }
   // self = where(mask, value, self), element by element in place.
   at::TensorIterator iter = at::TensorIteratorConfig()
                                 .set_check_mem_overlap(false)
@@ -759,7 +863,7 @@ at::Tensor& masked_fill_impl(at::Tensor& self, const at::Tensor& mask, const at:
                                 .add_const_input(value)
                                 .add_const_input(self)
                                 .build();
-  launch_elementwise(iter, "where", compute_kind_for(self.scalar_type()));
+  launch_elementwise(iter, "where", self.scalar_type(), {}, {.keep_inputs = 1u << 1});  // the mask
   return self;
 }
 
@@ -775,7 +879,12 @@ at::Tensor& masked_fill_tensor_(at::Tensor& self, const at::Tensor& mask, const 
   if (self.is_complex()) return complex_masked_fill_(self, mask, value);
   vk_dtype(self.scalar_type(), "masked_fill_");
   if (value.device().is_cpu()) return masked_fill_scalar_(self, mask, value.item());
-  // A device value stays on the device (no sync): broadcast it as a tensor of self's dtype.
+  // The CPU converts value.item() with the checked conversion of its fill (an int8 tensor
+  // filled with a bfloat16 1e4 raises): a value of a dtype that self's dtype does not hold is
+  // read on the host to do the same. Any other device value stays on the device (no sync),
+  // broadcast as a tensor of self's dtype.
+  if (!holds_values_of(value.scalar_type(), self.scalar_type()))
+    return masked_fill_scalar_(self, mask, value.item());
   return masked_fill_impl(self, mask, value.to(self.scalar_type()));
 }
 

@@ -392,8 +392,10 @@ Tensor3 native_layer_norm(const Tensor& input, c10::SymIntArrayRef normalized_sh
   const Tensor& weight = value_or_undefined(weight_opt);
   const Tensor& bias = value_or_undefined(bias_opt);
   const auto [M, N] = at::native::_check_layer_norm_inputs(input, normalized_shape, weight, bias);
-  check_float(input, "LayerNormKernelImpl");
+  // The CPU's order: the mixed-dtype check (an integer input with float parameters is a
+  // RuntimeError), then its kernel's dtype dispatch (NotImplementedError).
   const bool mixed = check_param_dtypes(input, weight, bias);
+  check_float(input, "LayerNormKernelImpl");
   const at::ScalarType stat_dtype = at::native::param_scalar_type(input, mixed);
   const Tensor x = input.contiguous();
   Tensor out = at::empty_like(x, at::MemoryFormat::Contiguous);
@@ -527,8 +529,8 @@ Tensor3 native_group_norm(const Tensor& X, const std::optional<Tensor>& weight_o
   const Tensor& weight = value_or_undefined(weight_opt);
   const Tensor& bias = value_or_undefined(bias_opt);
   check_group_norm(X, weight, bias, N, C, HxW, group);
+  const bool mixed = check_param_dtypes(X, weight, bias);  // before the dtype dispatch, as the CPU
   check_float(X, "group_norm");
-  const bool mixed = check_param_dtypes(X, weight, bias);
   const at::ScalarType stat_dtype = at::native::param_scalar_type(X, mixed);
   const Tensor x = X.contiguous();
   Tensor out = at::empty_like(x, at::MemoryFormat::Contiguous);

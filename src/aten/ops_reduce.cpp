@@ -206,6 +206,13 @@ at::Tensor& reduce_into(const at::Tensor& self, const DimMask& mask, bool keepdi
   for (int64_t d = 0; d < self.dim(); ++d)
     if (mask[d]) reduced *= self.size(d);
   const double scale = mean ? 1.0 / static_cast<double>(reduced) : 1.0;
+  // Like the CPU's make_reduction_from_out_ty: the input is first converted to the output's
+  // dtype (sum(x, dtype=torch.bool) sums truth values, sum(x, dtype=torch.int8) truncated
+  // values); loads convert exactly where every input value is one of the output dtype's.
+  if (!holds_values_of(self.scalar_type(), out.scalar_type()) && !out.is_complex()) {
+    launch_plain(self.to(out.scalar_type()), mask, keepdim, out, op, name, scale);
+    return out;
+  }
   launch_plain(self, mask, keepdim, out, op, name, scale);
   return out;
 }

@@ -57,6 +57,11 @@ void finish(const at::Tensor& tmp, const at::Tensor& out) {
 
 // ---------------------------------------------------------------- cat
 void cat_into(const at::ITensorListRef& tensors, int64_t dim, const at::Tensor& out) {
+  // As on CUDA: every input on the output's device (a CPU tensor is not copied silently).
+  for (const at::Tensor& t : tensors)
+    TORCH_CHECK(t.device() == out.device(),
+                "torch.cat(): all input tensors must be on the same device. Received ", t.device(),
+                " and ", out.device());
   if (out.numel() == 0) return;
   int64_t offset = 0;
   for (const at::Tensor& t : tensors) {

@@ -186,6 +186,9 @@ void launch_scan(kernels::ScanOp op, const at::Tensor& self, int64_t dim, const 
   if (out.numel() == 0) return;
   if (out.is_complex()) return complex_scan(op == kernels::ScanOp::Prod, self, dim, out);
   vk_dtype(self.scalar_type(), name);
+  // The CPU's scan kernels have no bool variant (its 0-dim case is a fill).
+  if (out.scalar_type() == at::kBool && self.dim() > 0)
+    raise_not_implemented_for(op == kernels::ScanOp::Prod ? "cumprod_out_cpu" : "cumsum_out_cpu", at::kBool);
   const at::Tensor a = (self.scalar_type() == out.scalar_type() ? self : self.to(out.scalar_type())).contiguous();
   const bool direct = out.is_contiguous();
   const at::Tensor dst = direct ? out : at::empty(out.sizes(), out.options());

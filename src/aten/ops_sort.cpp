@@ -110,6 +110,11 @@ void topk_into(const at::Tensor& self, int64_t k, int64_t dim, bool largest,
   TORCH_CHECK(self.scalar_type() != at::kBool, "topk does not support bool dtypes");
   vk_dtype(self.scalar_type(), "topk");
   dim = at::maybe_wrap_dim(dim, self.dim(), /*wrap_scalar=*/true);
+  if (self.dim() == 0) {  // the CPU's rule: a 0-dim input is its own top-k for k = 0 and 1
+    values.copy_(self);
+    indices.zero_();
+    return;
+  }
   launch_sort(self, dim, largest, 0, k, values, indices, "topk");
 }
 

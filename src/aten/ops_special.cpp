@@ -40,7 +40,7 @@ at::Tensor& binary(const char* kernel, at::Tensor& out, const at::Tensor& a, con
                                           : at::TensorIterator::binary_op(out, a, b);
   const at::ScalarType dtype = iter.common_dtype();
   if (floating_only && !at::isFloatingType(dtype)) raise_not_implemented_for(cpu_name, dtype);
-  launch_elementwise(iter, kernel, compute_kind_for(iter, dtype), scalars);
+  launch_elementwise(iter, kernel, dtype, scalars);
   if (!out.defined()) out = iter.output();
   return out;
 }
@@ -49,7 +49,7 @@ at::Tensor& binary(const char* kernel, at::Tensor& out, const at::Tensor& a, con
 at::Tensor& unary_float(const char* kernel, at::Tensor& out, const at::Tensor& a,
                         const Scalars& scalars = {}) {
   auto iter = at::TensorIterator::unary_float_op(out, a);
-  launch_elementwise(iter, kernel, compute_kind_for(iter, iter.common_dtype()), scalars);
+  launch_elementwise(iter, kernel, iter.common_dtype(), scalars);
   if (!out.defined()) out = iter.output();
   return out;
 }
@@ -116,7 +116,7 @@ at::Tensor rsub(const at::Tensor& self, const at::Tensor& other, const Scalar& a
   at::Tensor out;
   auto iter = at::TensorIterator::binary_op(out, other, self);
   at::native::alpha_check(iter.dtype(), alpha);
-  launch_elementwise(iter, "sub", compute_kind_for(iter, iter.common_dtype()), make_scalars(alpha));
+  launch_elementwise(iter, "sub", iter.common_dtype(), make_scalars(alpha));
   return iter.output();
 }
 
@@ -143,7 +143,7 @@ at::Tensor& unary_special(const char* kernel, bool floats_only, const char* cpu_
   auto iter = at::TensorIterator::unary_float_op(out, a);
   const at::ScalarType dtype = iter.common_dtype();
   if (floats_only && dtype != at::kFloat && dtype != at::kDouble) raise_not_implemented_for(cpu_name, dtype);
-  launch_elementwise(iter, kernel, compute_kind_for(iter, dtype));
+  launch_elementwise(iter, kernel, dtype);
   if (!out.defined()) out = iter.output();
   return out;
 }
@@ -189,7 +189,7 @@ at::Tensor& polynomial(const char* kernel, const char* cpu_name, at::Tensor& out
   auto iter = at::TensorIterator::binary_float_op(out, x, n);
   const at::ScalarType dtype = iter.common_dtype();
   if (dtype != at::kFloat && dtype != at::kDouble) raise_not_implemented_for(cpu_name, dtype);
-  launch_elementwise(iter, kernel, compute_kind_for(iter, dtype));
+  launch_elementwise(iter, kernel, dtype);
   if (!out.defined()) out = iter.output();
   return out;
 }
@@ -237,21 +237,21 @@ std::tuple<at::Tensor&, at::Tensor&> frexp_out_vk(const at::Tensor& self, at::Te
               self.dtype(), " but got ", mantissa.dtype());
   TORCH_CHECK(exponent.dtype() == at::kInt, "torch.frexp() expects exponent to have int dtype but got ",
               exponent.dtype());
-  const auto kind = compute_kind_for(self.scalar_type());
+  const at::ScalarType dtype = self.scalar_type();
   auto mantissa_iter = at::TensorIteratorConfig()
                            .add_output(mantissa)
                            .add_const_input(self)
                            .check_all_same_dtype(false)
                            .set_check_mem_overlap(true)
                            .build();
-  launch_elementwise(mantissa_iter, "frexp_mantissa", kind);
+  launch_elementwise(mantissa_iter, "frexp_mantissa", dtype);
   auto exponent_iter = at::TensorIteratorConfig()
                            .add_output(exponent)
                            .add_const_input(self)
                            .check_all_same_dtype(false)
                            .set_check_mem_overlap(true)
                            .build();
-  launch_elementwise(exponent_iter, "frexp_exponent", kind);
+  launch_elementwise(exponent_iter, "frexp_exponent", dtype, {}, {.keep_result = true});
   return {mantissa, exponent};
 }
 
@@ -268,7 +268,7 @@ at::Tensor& logit_(at::Tensor& self, std::optional<double> eps) { return logit_o
 at::Tensor& logit_backward_out_vk(const at::Tensor& grad, const at::Tensor& self, std::optional<double> eps,
                                at::Tensor& grad_input) {
   auto iter = at::TensorIterator::binary_op(grad_input, grad, self);
-  launch_elementwise(iter, "logit_backward", compute_kind_for(iter, iter.common_dtype()),
+  launch_elementwise(iter, "logit_backward", iter.common_dtype(),
                      make_scalars(eps.value_or(-1.0)));
   if (!grad_input.defined()) grad_input = iter.output();
   return grad_input;
@@ -357,7 +357,7 @@ at::Tensor prelu_kernel(const at::Tensor& self, const at::Tensor& weight) {
   auto iter = at::TensorIterator::binary_op(out, self, weight);
   const at::ScalarType dtype = iter.common_dtype();
   if (!at::isFloatingType(dtype)) raise_not_implemented_for("prelu_cpu", dtype);
-  launch_elementwise(iter, "prelu", compute_kind_for(iter, dtype));
+  launch_elementwise(iter, "prelu", dtype);
   return iter.output();
 }
 
@@ -373,7 +373,7 @@ std::tuple<at::Tensor, at::Tensor> prelu_kernel_backward(const at::Tensor& grad,
                         .build();
   const at::ScalarType dtype = input_iter.common_dtype();
   if (!at::isFloatingType(dtype)) raise_not_implemented_for("prelu_backward_cpu", dtype);
-  launch_elementwise(input_iter, "prelu_backward_input", compute_kind_for(input_iter, dtype));
+  launch_elementwise(input_iter, "prelu_backward_input", dtype);
   grad_input = input_iter.output();
   // The weight gradient has the input's shape (the weight is already broadcast to it); the
   // composite reduces it to the weight's shape.
@@ -382,7 +382,7 @@ std::tuple<at::Tensor, at::Tensor> prelu_kernel_backward(const at::Tensor& grad,
                          .add_const_input(grad)
                          .add_const_input(self)
                          .build();
-  launch_elementwise(weight_iter, "prelu_backward_weight", compute_kind_for(weight_iter, dtype));
+  launch_elementwise(weight_iter, "prelu_backward_weight", dtype);
   return {grad_input, weight_iter.output()};
 }
 

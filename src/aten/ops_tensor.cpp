@@ -180,24 +180,35 @@ std::optional<uint32_t> fill_pattern(at::ScalarType dtype, const at::Scalar& val
 }
 
 at::Tensor& fill_scalar(at::Tensor& self, const at::Scalar& value) {
-  if (self.numel() == 0) return self;
   if (self.is_complex()) {  // the real and imaginary planes of the real view
-    fill_complex(self, value);
+    if (self.numel() > 0) fill_complex(self, value);
     return self;
   }
-  const auto pattern = fill_pattern(self.scalar_type(), value);  // also range-checks `value`
+  // The value as one of the dtype's, as the CPU's fill converts it (also when there is
+  // nothing to fill): value.to<scalar_t>() (overflow raises, non-zero is true for bool),
+  // except that a one-element float16 / bfloat16 tensor takes the relaxed cast of the CPU's
+  // scalar_fill (1e6 becomes inf, like torch.tensor(1e6, dtype=torch.float16)).
+  const at::ScalarType dtype = self.scalar_type();
+  const c10::Scalar v = self.numel() == 1 && at::isReducedFloatingType(dtype)
+                            ? scalar_cast_to_dtype(value, dtype)
+                            : scalar_to_dtype(value, dtype);
+  if (self.numel() == 0) return self;
+  const auto pattern = fill_pattern(dtype, v);
   const uint64_t bytes = self.numel() * self.element_size();
   const uint64_t address = operand(self, "fill_").address;
   if (pattern && self.is_contiguous() && address % 4 == 0 && bytes % 4 == 0) {
     translate_errors([&] { current_stream(self.device().index()).fill(address, bytes, *pattern); });
     return self;
   }
+  // No overlap check, as on the CPU: an expanded tensor is filled (all its aliases of one
+  // element get the same value).
   auto iter = at::TensorIteratorConfig()
+                  .set_check_mem_overlap(false)
                   .add_output(self)
                   .resize_outputs(false)
                   .check_all_same_dtype(false)
                   .build();
-  launch_elementwise(iter, "fill", compute_kind_for(self.scalar_type()), make_scalars(value));
+  launch_elementwise(iter, "fill", dtype, make_scalars(v));
   return self;
 }
 

@@ -30,8 +30,11 @@ struct ElementwisePush {
   int32_t ndim;
   int32_t dtype[4];
   int32_t stride0[4];
+  int32_t value_dtype;
+  int32_t cast_mask;  // bit 0: round the result, bit k: round input k, bits 8..15: the
+                      // expression dtype + 1 (0: the value dtype) (ValueCasts)
 };
-static_assert(sizeof(ElementwisePush) == 120);
+static_assert(sizeof(ElementwisePush) == 128);
 static_assert(sizeof(ElementwisePush) <= kMaxPushConstantBytes);
 static_assert(offsetof(ElementwisePush, si) == 40);
 static_assert(offsetof(ElementwisePush, sd_bits) == 56);
@@ -39,6 +42,7 @@ static_assert(offsetof(ElementwisePush, sf) == 72);
 static_assert(offsetof(ElementwisePush, numel) == 80);
 static_assert(offsetof(ElementwisePush, dtype) == 88);
 static_assert(offsetof(ElementwisePush, stride0) == 104);
+static_assert(offsetof(ElementwisePush, value_dtype) == 120);
 
 // Mirrors `ElementwiseGeometry` in shaders/elementwise.comp.
 struct ElementwiseGeometryBlock {
@@ -122,10 +126,22 @@ const ElementwiseOpInfo& checked_op(Stream& stream, std::string_view op_name, Co
   return *op;
 }
 
-// Push constants common to both modes: dtypes and scalars.
-ElementwisePush base_push(const DType* dtypes, int num_operands, const Scalars& scalars) {
+// Push constants common to both modes: dtypes, value casts and scalars.
+ElementwisePush base_push(const DType* dtypes, int num_operands, const Scalars& scalars,
+                          const ValueCasts& casts) {
   ElementwisePush push{};
   for (int i = 0; i < num_operands; ++i) push.dtype[i] = static_cast<int32_t>(dtypes[i]);
+  push.value_dtype = static_cast<int32_t>(casts.defined ? casts.value : dtypes[0]);
+  if (casts.defined) {
+    check_dtype(kWhere, casts.value, "value dtype");
+    if ((casts.round_inputs & ~((2u << (num_operands - 1)) - 2u)) != 0)
+      invalid(kWhere, "round_inputs names an operand that is not an input");
+    push.cast_mask = static_cast<int32_t>(casts.round_inputs | (casts.round_result ? 1u : 0u));
+    if (casts.opmath_expression) {
+      check_dtype(kWhere, casts.expression, "expression dtype");
+      push.cast_mask |= (static_cast<int32_t>(casts.expression) + 1) << 8;
+    }
+  }
   for (int j = 0; j < 2; ++j) {
     push.si[j] = scalars.i[j];
     std::memcpy(&push.sd_bits[j], &scalars.f[j], sizeof(double));
@@ -146,8 +162,10 @@ VkPipeline pipeline_for(Stream& stream, const ElementwiseOpInfo& op, ComputeKind
   std::vector<uint32_t> spec;
   if (tuning().specialize_dtypes) {
     // Unused operand slots are 0 so that they do not multiply pipelines.
-    spec.assign(4, 0u);
+    spec.assign(6, 0u);
     for (int i = 0; i < num_operands; ++i) spec[i] = static_cast<uint32_t>(push.dtype[i]);
+    spec[4] = static_cast<uint32_t>(push.cast_mask);
+    spec[5] = static_cast<uint32_t>(push.value_dtype);
   }
   return stream.device().pipelines().get(*shader, tuning().elementwise_workgroup, spec);
 }
@@ -156,7 +174,7 @@ VkPipeline pipeline_for(Stream& stream, const ElementwiseOpInfo& op, ComputeKind
 
 void elementwise(Stream& stream, std::string_view op_name, ComputeKind kind, int64_t numel,
                  const Geometry& geometry, const Operand* operands, int num_operands,
-                 const Scalars& scalars) {
+                 const Scalars& scalars, const ValueCasts& casts) {
   if (!operands) invalid(kWhere, "operands is null");
   if (num_operands < 1 || num_operands > kMaxOperands)
     invalid(kWhere, "bad operand count " + std::to_string(num_operands));
@@ -175,7 +193,7 @@ void elementwise(Stream& stream, std::string_view op_name, ComputeKind kind, int
     check_offsets(kWhere, dims, i, i == 0 ? "output" : "input");
   }
 
-  ElementwisePush push = base_push(dtypes, num_operands, scalars);
+  ElementwisePush push = base_push(dtypes, num_operands, scalars, casts);
   for (int i = 0; i < num_operands; ++i) push.addr[i] = operands[i].address;
   push.numel = static_cast<int32_t>(numel);
   push.ndim = dims.ndim;
@@ -219,7 +237,7 @@ void elementwise_list(Stream& stream, std::string_view op_name, ComputeKind kind
                             " has a null or misaligned address");
     }
   }
-  ElementwisePush push = base_push(dtypes, num_operands, scalars);
+  ElementwisePush push = base_push(dtypes, num_operands, scalars, ValueCasts{});
   push.ndim = -1;
   VkPipeline pipeline = pipeline_for(stream, op, kind, push, num_operands, /*list=*/true);
   const uint32_t wg = tuning().elementwise_workgroup;

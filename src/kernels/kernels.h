@@ -67,6 +67,28 @@ struct Scalars {
 };
 
 // ---- element-wise ----
+// TensorIterator's type promotion inside an element-wise kernel. An op computes on values of
+// one dtype, `value` (the common dtype of PyTorch's iterator: the CPU kernel's scalar_t):
+// every input is converted to it before the op and the result is one of its values, which the
+// store then converts to the output's dtype. Loads convert each operand's storage dtype to the
+// compute type (fp32 for float16, int32 for uint8, ...), so a converted value is rounded to
+// `value` only where that changes it: bit k of `round_inputs` (k = 1..3) for input k (e.g. a
+// 0-dim int32 operand of a uint8 op, a float32 one of a float16 op), `round_result` for an
+// output of another dtype when the compute type holds more values than `value` (the sum of
+// two uint8 values wraps to uint8 before an int32 out= store; two bfloat16 values add to a
+// bfloat16 before a float32 store). The expressions' dt0 is `value`, not the output's storage
+// dtype (shift widths, the float16 steps of rounded divisions).
+struct ValueCasts {
+  bool defined = false;  // false: the output's storage dtype is the value dtype, no rounding
+  DType value = DType::Float32;
+  uint32_t round_inputs = 0;
+  bool round_result = false;
+  // The dtype the expressions see as dt0 when it is not `value`: the CPU's float16 / bfloat16
+  // kernels that compute in fp32 "opmath" and round only their result (mul / div by a scalar).
+  bool opmath_expression = false;
+  DType expression = DType::Float32;
+};
+
 // One entry per row of shaders/elementwise_ops.toml.
 struct ElementwiseOpInfo {
   const char* name;
@@ -93,9 +115,10 @@ std::string_view shader_source(std::string_view file_name);
 // device (no shaderFloat64)"), more than kMaxDims dims, sizes that do not multiply to numel,
 // numel >= 2^31, or element offsets beyond the 32-bit index range (sum over dims of
 // (size - 1) * |stride| >= 2^31).
+// `casts` applies TensorIterator's conversions (see ValueCasts).
 void elementwise(Stream& stream, std::string_view op, ComputeKind kind, int64_t numel,
                  const Geometry& geometry, const Operand* operands, int num_operands,
-                 const Scalars& scalars = {});
+                 const Scalars& scalars = {}, const ValueCasts& casts = {});
 
 // One entry of elementwise_list: a flat tensor of `numel` elements per operand slot (output
 // first), or a scalar operand (stride 0: every element reads element 0).
