@@ -6,7 +6,7 @@
 #     and glslang + SPIRV-Tools (static libraries: the run-time compiler of torch.compile's
 #     generated kernels).
 #   - Python: a virtual environment with torch (2.11-2.14; default torch==2.13.0), the test
-#     tools (pytest, hypothesis for tests/fuzz), safetensors (checkpoint tests), matplotlib
+#     tools (pytest, pytest-xdist: the suites run on every core; hypothesis for tests/fuzz), safetensors (checkpoint tests), matplotlib
 #     (the example's loss curve), the Hugging Face libraries of the workflow tests, TorchTitan
 #     and Ray Train (distributed tests), vLLM 0.32.0 without CUDA (the serving tests), all
 #     pinned, then
@@ -48,7 +48,7 @@ fi
 "$VPY" -m pip install -q --upgrade "setuptools>=70.1" wheel
 # Not --upgrade: a rerun must keep the versions the pinned packages below settled on (vLLM's
 # requirements cap numpy below 2.4).
-"$VPY" -m pip install -q pytest expecttest numpy safetensors matplotlib "hypothesis==6.155.2"
+"$VPY" -m pip install -q pytest "pytest-xdist==3.8.0" expecttest numpy safetensors matplotlib "hypothesis==6.155.2"
 # The workflow tests (tests/workflows): Hugging Face libraries, pinned. The constraint keeps the
 # installed torch: none of them may replace it. transformers 5.25 needs `kernels` 0.19, which
 # this index lacks; 5.24 is the newest that installs. timm is not installed: it needs

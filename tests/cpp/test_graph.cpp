@@ -399,8 +399,11 @@ TEST_F(Graph, TexelViewsInCapturedCommands) {
   gemm_tuning().algo = GemmTuning::Algo::Texel;
   const int64_t m = 12, n = 20, k = 8;
   // x in a segment of its own: 1.2 MB comes from a 20 MiB large-pool segment (allocator.h).
-  auto x = std::make_unique<F32>(s, 300000);
+  // w and y come first, from the small pool: allocated after x they would take the idle rest
+  // of x's segment (small requests use free large-pool space before reserving a segment).
+  alloc.empty_cache();
   F32 w(s, k * n), y(s, m * n);
+  auto x = std::make_unique<F32>(s, 300000);
   w.upload(ramp(k * n, 0.125f, -1.0f));
   auto host_product = [&](const std::vector<float>& xv) {
     std::vector<float> want(m * n, 0.0f), wv = ramp(k * n, 0.125f, -1.0f);
