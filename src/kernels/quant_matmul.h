@@ -1,0 +1,41 @@
+// L2: weight-only quantized matmul (shaders/quant_matmul.comp), the kernels of PyTorch's
+// _weight_int8pack_mm and _weight_int4pack_mm on vk. No torch headers.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/kernels.h"
+
+namespace tvk {
+class Stream;
+}
+
+namespace tvk::kernels {
+
+enum class QuantWeights { Int8, Int4 };
+
+// C [M, N] = A [M, K] x W^T with W dequantized on the fly (float32 accumulation):
+//   Int8: weight int8 [N, K] (row n at byte n * K), scales [N]: C = (A x q^T) * scales.
+//   Int4: weight uint8 [N, K / 2] (row n at byte n * K / 2; byte j holds k = 2j in its high
+//         nibble, 2j + 1 in its low one), scales [K / group_size, N, 2] (scale, zero) pairs:
+//         W(n, k) = (q - 8) * scale + zero; group_size in {32, 64, 128, 256}, K % group_size == 0.
+// A: float32 / float16 / bfloat16, rows lda elements apart (unit stride along K); scales and C
+// (contiguous, rows ldc apart) have A's dtype.
+struct WeightOnlyMatmul {
+  QuantWeights weights = QuantWeights::Int8;
+  int64_t M = 0, N = 0, K = 0, lda = 0, ldc = 0, group_size = 0;
+  Operand a, weight, scales, c;
+};
+
+// Rows up to which the decode (GEMV) kernel is used: it reads each weight byte once for all rows.
+constexpr int64_t kQuantGemvMaxRows = 8;
+
+// Records the matmul (nothing when M or N is 0; C = 0 when K is 0). Throws
+// std::invalid_argument for unsupported dtypes or group sizes, null or misaligned addresses,
+// sizes beyond the 32-bit index range, or K beyond the device's loop budget.
+void weight_only_matmul(Stream& stream, const WeightOnlyMatmul& problem);
+
+// Name of the last kernel variant weight_only_matmul recorded on this thread (tests).
+const char* last_quant_matmul_variant();
+
+}  // namespace tvk::kernels
