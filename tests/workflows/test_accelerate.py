@@ -65,3 +65,35 @@ def test_memory_and_device_map():
     layer = 64 * 64 * 4 + 64 * 4
     split = infer_auto_device_map(model, max_memory={0: 2 * layer + 100, "cpu": 10**9})
     assert set(split.values()) == {0, "cpu"}
+
+
+def test_multi_process_launch_on_vk_raises_instead_of_training_apart():
+    """LOCAL_RANK / WORLD_SIZE set (torchrun, accelerate launch): accelerate has no distributed
+    type for vk and would train every process alone; torch-vk makes that an error, while
+    cpu=True still gives MULTI_CPU over Gloo (one process of a 1-rank group here)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import torch, torch_vk\n"
+            "from accelerate import PartialState\n"
+            "try:\n"
+            "    PartialState()\n"
+            "except RuntimeError as e:\n"
+            "    print('ERROR', e)\n"
+            "else:\n"
+            "    print('NO ERROR')\n")
+    env = dict(os.environ, LOCAL_RANK="0", RANK="0", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+               MASTER_PORT="29533")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.startswith("ERROR") and "vkgloo" in out.stdout, out.stdout + out.stderr
+    code_cpu = ("import torch, torch_vk\n"
+                "from accelerate import PartialState\n"
+                "s = PartialState(cpu=True)\n"
+                "print(s.distributed_type, s.device)\n")
+    env = dict(os.environ, LOCAL_RANK="0", RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
+               MASTER_PORT="29534")
+    out = subprocess.run([sys.executable, "-c", code_cpu], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert "MULTI_CPU" in out.stdout and "cpu" in out.stdout, out.stdout + out.stderr

@@ -22,7 +22,7 @@ import warnings
 from typing import Any, Callable
 
 # Adapter modules of this package, in the order they are installed.
-ADAPTERS = ("safetensors", "transformers", "peft")
+ADAPTERS = ("safetensors", "transformers", "peft", "torchao", "accelerate")
 
 
 def is_vk(device: Any) -> bool:
