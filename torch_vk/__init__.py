@@ -40,7 +40,8 @@ import torch  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["stats", "reset_stats", "set_fallback_mode", "fallback_mode", "__version__"]
+__all__ = ["stats", "reset_stats", "set_fallback_mode", "fallback_mode", "compile_shader",
+           "__version__"]
 
 _import_error: str | None = None
 
@@ -174,6 +175,15 @@ def set_fallback_mode(mode: str) -> None:
 def fallback_mode() -> str:
     """The current fallback mode (``"warn"``, ``"silent"`` or ``"error"``)."""
     return str(_require_native()._get_fallback_mode())
+
+
+def compile_shader(source: str, name: str = "kernel"):
+    """Compiles GLSL compute source at run time into a kernel callable on vk tensors
+    (``kernel(x, y, n, 2.0, threads=n)``), like ``torch.mps.compile_shader``: ABI and examples
+    in torch_vk/shader.py and docs/CUSTOM_KERNELS.md."""
+    from torch_vk.shader import compile_shader as compile_glsl
+
+    return compile_glsl(source, name)
 
 
 _module_ready = True

@@ -70,6 +70,7 @@ def cmd_info(args: argparse.Namespace) -> int:
               f"({_mib(p['max_storage_buffer_range'])})")
         print(f"    maxMemoryAllocationSize      {_mib(p['max_memory_allocation_size'])}")
         print(f"    maxBufferSize                {_mib(p['max_buffer_size'])}")
+        print(f"    sparse binding (tensors past one allocation) {_yes(p['sparse_binding'])}")
         print(f"    maxComputeWorkGroupCount     {tuple(p['max_workgroup_count'])}")
         print(f"    maxComputeWorkGroupSize      {tuple(p['max_workgroup_size'])}")
         print(f"    maxComputeWorkGroupInvocations {p['max_workgroup_invocations']}")

@@ -201,8 +201,12 @@ struct Allocator::State {
   Block* new_segment(uint64_t size, int stat_pool, uint32_t stream, uint64_t graph_pool) {
     const DeviceCapabilities& c = device.caps();
     // Refuse up front what the device cannot allocate: drivers may accept it and the
-    // validation layer reports it (VUID-vkAllocateMemory-pAllocateInfo-01713).
-    if ((c.max_memory_allocation_size && size > c.max_memory_allocation_size) ||
+    // validation layer reports it (VUID-vkAllocateMemory-pAllocateInfo-01713). A segment
+    // larger than one allocation may be is a sparse buffer over several allocations where the
+    // device binds sparse memory.
+    const bool beyond_one_allocation =
+        c.max_memory_allocation_size && size > c.max_memory_allocation_size;
+    if ((beyond_one_allocation && !c.sparse_binding) ||
         (c.max_buffer_size && size > c.max_buffer_size) ||
         (c.device_local_heap_size && size > c.device_local_heap_size))
       return nullptr;
@@ -210,8 +214,11 @@ struct Allocator::State {
     seg->pool = stat_pool;
     seg->graph_pool = graph_pool;
     // Segments are mapped only on unified memory (off with TORCH_VK_DISABLE_UNIFIED_MEMORY=1).
-    VkResult r = create_raw_buffer(device, size, device.device_memory_type(), &seg->raw,
-                                   c.unified_memory);
+    VkResult r = beyond_one_allocation
+                     ? create_sparse_raw_buffer(device, size, device.device_memory_type(),
+                                                &seg->raw)
+                     : create_raw_buffer(device, size, device.device_memory_type(), &seg->raw,
+                                         c.unified_memory);
     if (r != VK_SUCCESS) {
       delete seg;
       if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) return nullptr;

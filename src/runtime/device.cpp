@@ -110,7 +110,8 @@ std::set<std::string> device_extensions(VkPhysicalDevice pd) {
 
 // Index of the queue family used for everything (compute + transfer), or -1. Prefers a family
 // with timestamp support; the first such compute family is normally the universal queue.
-int choose_queue_family(VkPhysicalDevice pd, uint32_t* timestamp_bits) {
+int choose_queue_family(VkPhysicalDevice pd, uint32_t* timestamp_bits,
+                        VkQueueFlags* flags = nullptr) {
   uint32_t n = 0;
   vk::vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, nullptr);
   std::vector<VkQueueFamilyProperties> fams(n);
@@ -122,6 +123,7 @@ int choose_queue_family(VkPhysicalDevice pd, uint32_t* timestamp_bits) {
       best = static_cast<int>(i);
   }
   if (timestamp_bits) *timestamp_bits = best >= 0 ? fams[best].timestampValidBits : 0;
+  if (flags) *flags = best >= 0 ? fams[best].queueFlags : 0;
   return best;
 }
 
@@ -229,7 +231,8 @@ void probe_device(VkPhysicalDevice pd, uint32_t instance_api, Probe* p) {
   c.max_texel_buffer_elements = lim.maxTexelBufferElements;
 
   uint32_t ts_bits = 0;
-  p->queue_family = choose_queue_family(pd, &ts_bits);
+  VkQueueFlags queue_flags = 0;
+  p->queue_family = choose_queue_family(pd, &ts_bits, &queue_flags);
   c.compute_queue = p->queue_family >= 0;
   c.timestamp_period_ns = ts_bits > 0 ? static_cast<double>(lim.timestampPeriod) : 0.0;
 
@@ -318,6 +321,7 @@ void probe_device(VkPhysicalDevice pd, uint32_t instance_api, Probe* p) {
   c.int8 = p->f12.shaderInt8;
   c.int16 = core.shaderInt16;
   c.int64 = core.shaderInt64;
+  c.sparse_binding = core.sparseBinding && (queue_flags & VK_QUEUE_SPARSE_BINDING_BIT);
   c.subgroup_extended_types = p->f12.shaderSubgroupExtendedTypes;
   c.storage_8bit = p->f12.storageBuffer8BitAccess;
   c.storage_16bit = p->f11.storageBuffer16BitAccess;
@@ -428,6 +432,7 @@ Device::Device(int index, VkPhysicalDevice physical, const DeviceCapabilities& c
   f2.features.shaderInt64 = sup.shaderInt64;
   f2.features.shaderInt16 = sup.shaderInt16;
   f2.features.shaderFloat64 = sup.shaderFloat64;
+  f2.features.sparseBinding = caps_.sparse_binding ? VK_TRUE : VK_FALSE;
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   f11.storageBuffer16BitAccess = p.f11.storageBuffer16BitAccess;
   f11.uniformAndStorageBuffer16BitAccess = p.f11.uniformAndStorageBuffer16BitAccess;

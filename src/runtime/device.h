@@ -100,6 +100,9 @@ struct DeviceCapabilities {
 
   // Queues.
   bool compute_queue = false;           // a queue family with VK_QUEUE_COMPUTE_BIT (required)
+  bool sparse_binding = false;          // sparseBinding, and the compute queue binds sparse
+                                        // memory: segments beyond maxMemoryAllocationSize are
+                                        // sparse buffers backed by several allocations
 
   // Lists missing required features (empty when the device is usable).
   std::string missing_requirements() const;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "runtime/vulkan_api.h"
 
@@ -18,6 +19,9 @@ struct RawBuffer {
   uint64_t size = 0;
   uint64_t address = 0;     // vkGetBufferDeviceAddress(buffer)
   void* mapped = nullptr;   // persistent mapping of the whole buffer, or null
+  // Sparse buffers (create_sparse_raw_buffer): the allocations bound one after another over
+  // the buffer (`memory` stays null, `mapped` too: host copies go through staging).
+  std::vector<VkDeviceMemory> sparse_memory;
 };
 
 // Usage of every buffer the runtime creates (storage texel buffer: Allocator::texel_view).
@@ -31,6 +35,13 @@ constexpr VkBufferUsageFlags kRawBufferUsage =
 // Maps the memory when `map` is true and the type is HOST_VISIBLE|HOST_COHERENT.
 VkResult create_raw_buffer(Device& device, uint64_t size, uint32_t memory_type, RawBuffer* out,
                            bool map = true);
+// A buffer larger than one allocation may be (maxMemoryAllocationSize), for devices with
+// sparse binding (DeviceCapabilities::sparse_binding): a sparse buffer bound to consecutive
+// allocations of at most maxMemoryAllocationSize each, one device address over all of it.
+// The binding is complete when this returns (the queue is idle after vkQueueBindSparse, so
+// later submissions see it). Never mapped. Same results as create_raw_buffer.
+VkResult create_sparse_raw_buffer(Device& device, uint64_t size, uint32_t memory_type,
+                                  RawBuffer* out);
 void destroy_raw_buffer(Device& device, RawBuffer& buffer);
 
 // True when `memory_type` of the device is HOST_VISIBLE and HOST_COHERENT (mappable without

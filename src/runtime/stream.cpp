@@ -38,6 +38,8 @@ namespace {
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kParamChunk = 1 * kMiB;    // parameter ring chunk
 constexpr uint64_t kStagingChunk = 8 * kMiB;  // upload staging ring chunk
+// Host copies larger than this are staged in pieces of this size through one pinned block.
+constexpr uint64_t kLargeStagingPiece = 256 * kMiB;
 constexpr uint64_t kSmallStaging = 4 * kMiB;  // larger uploads use a pinned block of their own
 constexpr uint64_t kParamAlign = 16;
 constexpr uint32_t kQuerySlots = 1024;
@@ -598,6 +600,29 @@ void Stream::copy_from_host(const void* src, uint64_t dst_address, uint64_t byte
     return;
   }
   // Large upload: a pinned block of its own, returned to the host cache once the copy ran.
+  // Past kLargeStagingPiece the upload goes in pieces through one reused block, each piece
+  // waited for before the block is refilled: pinned memory stays bounded (a tensor larger
+  // than one allocation cannot be staged in one block at all).
+  if (bytes > kLargeStagingPiece) {
+    void* tmp = host.allocate(kLargeStagingPiece);
+    ResolvedAddress t = host.resolve(tmp);
+    try {
+      for (uint64_t done = 0; done < bytes; done += kLargeStagingPiece) {
+        const uint64_t piece = std::min(kLargeStagingPiece, bytes - done);
+        std::memcpy(tmp, static_cast<const char*>(src) + done, piece);
+        {
+          std::lock_guard<std::mutex> lock(impl_->mutex);
+          impl_->copy_buffers(t.buffer, t.offset, dst.buffer, dst.offset + done, piece);
+        }
+        wait_for_point(flush());
+      }
+    } catch (...) {
+      host.free(tmp);
+      throw;
+    }
+    host.free(tmp);
+    return;
+  }
   void* tmp = host.allocate(bytes);
   std::memcpy(tmp, src, bytes);
   ResolvedAddress t = host.resolve(tmp);
@@ -626,20 +651,25 @@ void Stream::copy_to_host(uint64_t src_address, void* dst, uint64_t bytes) {
     wait_for_point(flush());
     return;
   }
-  void* tmp = host.allocate(bytes);
+  // Staged through pinned memory, in pieces of at most kLargeStagingPiece (one reused block).
+  const uint64_t block = std::min(bytes, kLargeStagingPiece);
+  void* tmp = host.allocate(block);
   ResolvedAddress t = host.resolve(tmp);
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    impl_->copy_buffers(src.buffer, src.offset, t.buffer, t.offset, bytes);
-  }
   try {
-    wait_for_point(flush());
+    for (uint64_t done = 0; done < bytes; done += block) {
+      const uint64_t piece = std::min(block, bytes - done);
+      {
+        std::lock_guard<std::mutex> lock(impl_->mutex);
+        impl_->copy_buffers(src.buffer, src.offset + done, t.buffer, t.offset, piece);
+      }
+      wait_for_point(flush());
+      std::memcpy(static_cast<char*>(dst) + done, tmp, piece);
+    }
   } catch (...) {
     host.free(tmp);
     throw;
   }
-  std::memcpy(dst, tmp, bytes);
-  host.free(tmp);  // the copy completed: no record_stream needed
+  host.free(tmp);  // the copies completed: no record_stream needed
 }
 
 void Stream::copy_to_pinned_host(uint64_t src_address, void* dst_pinned, uint64_t bytes) {

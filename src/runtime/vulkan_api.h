@@ -43,6 +43,7 @@
   X(vkGetDeviceQueue)                       \
   X(vkQueueSubmit)                          \
   X(vkQueueWaitIdle)                        \
+  X(vkQueueBindSparse)                      \
   X(vkAllocateMemory)                       \
   X(vkFreeMemory)                           \
   X(vkMapMemory)                            \

