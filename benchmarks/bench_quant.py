@@ -2,15 +2,17 @@
 the CPU (or CUDA when present), measured in the same run and reported as ratios, and as a
 fraction of the device's memory bandwidth measured by a copy in the same run.
 
-  python benchmarks/bench_quant.py [--quick] [--json FILE]
+  python benchmarks/bench_quant.py [--quick | --gpu] [--json FILE]
 
 Rows:
   - copy: GB/s of a device-to-device copy (read + write), the bandwidth reference;
   - int8 / int4 GEMV (M = 1, decode) and GEMM (M = 64, prefill), bfloat16 activations:
     time per call on vk and on the reference device; for GEMV the weight bytes read per second
     and their fraction of the copy bandwidth (each weight byte is read once);
-  - decode: tokens/s of a tiny Llama (transformers, random weights) generating greedily on vk
-    in bfloat16, int8 weight-only and int4 weight-only (torchao), and the ratios to bfloat16.
+  - decode: tokens/s of a Llama (transformers, random weights; tiny, or with --gpu a
+    1B-parameter shape) generating greedily on vk in bfloat16, int8 weight-only and int4
+    weight-only (torchao), the ratios to bfloat16, and the linear weights' bytes read per
+    second as a fraction of the copy bandwidth (llama.cpp's bar on GPUs: ~70%).
 The reference for int4 on the CPU is _weight_int4pack_mm_for_cpu (the CPU's own packing); on
 CUDA, _weight_int4pack_mm with CUDA's packing. Every "ratio" is vk speed / reference speed
 (> 1: vk is faster). Numbers belong in notes, never in tests.
@@ -22,27 +24,7 @@ import time
 import torch
 
 import torch_vk  # noqa: F401
-
-
-def sync(device):
-    if device.type == "vk":
-        torch.vk.synchronize()
-    elif device.type == "cuda":
-        torch.cuda.synchronize()
-
-
-def timeit(fn, device, repeat, warmup=2):
-    for _ in range(warmup):
-        fn()
-    sync(device)
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        sync(device)
-        times.append(time.perf_counter() - start)
-    times.sort()
-    return times[len(times) // 2]
+from bench_kernels import sync, timeit  # same folder: python benchmarks/bench_quant.py
 
 
 def copy_bandwidth(device, nbytes, repeat):
@@ -79,21 +61,43 @@ def bench_matmul(kind, device, M, N, K, repeat, group=128):
     return t, weight_bytes
 
 
-def decode_tokens_per_second(mode, tokens, quick):
+# Model shapes of the decode rows: tiny (CPU machines) and a 1B-parameter Llama shape (--gpu:
+# ~1.2e9 parameters, int4 weights ~0.6 GB).
+SHAPES = {
+    "quick": dict(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2),
+    "default": dict(vocab_size=512, hidden_size=512, intermediate_size=1024, num_hidden_layers=2,
+                    num_attention_heads=4, num_key_value_heads=2),
+    "1b": dict(vocab_size=32000, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+               num_attention_heads=32, num_key_value_heads=8),
+}
+
+
+def decode_tokens_per_second(mode, tokens, shape):
+    """Greedy decode tokens/s on vk and the bytes of weights read per token."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    hidden = 256 if quick else 512
-    model = LlamaForCausalLM(LlamaConfig(
-        vocab_size=512, hidden_size=hidden, intermediate_size=hidden * 2, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-        tie_word_embeddings=False)).to(torch.bfloat16).eval().to("vk")
+    with torch.device("meta" if shape == "1b" else "cpu"):
+        model = LlamaForCausalLM(LlamaConfig(**SHAPES[shape], max_position_embeddings=256,
+                                             tie_word_embeddings=False))
+    if shape == "1b":  # random weights made on the device (no 5 GB CPU copy)
+        model = model.to_empty(device="vk")
+        for p in model.parameters():
+            torch.nn.init.normal_(p, std=0.02)
+    model = model.to(torch.bfloat16).eval().to("vk")
     if mode != "bfloat16":
         from torchao.quantization import Int4WeightOnlyConfig, Int8WeightOnlyConfig, quantize_
 
         config = Int8WeightOnlyConfig() if mode == "int8" else Int4WeightOnlyConfig(
             group_size=128, int4_packing_format="tile_packed_to_4d")
         quantize_(model, config)
+    linear_bytes = 0
+    for m in model.modules():
+        if isinstance(m, torch.nn.Linear):
+            w = m.weight
+            linear_bytes += (w.qdata.numel() * w.qdata.element_size()
+                             if hasattr(w, "qdata") else w.numel() * w.element_size())
     ids = torch.randint(4, 512, (1, 8)).to("vk")
     kwargs = dict(do_sample=False, pad_token_id=0, disable_compile=True)
     model.generate(ids, max_new_tokens=2, **kwargs)
@@ -101,13 +105,15 @@ def decode_tokens_per_second(mode, tokens, quick):
     start = time.perf_counter()
     model.generate(ids, max_new_tokens=tokens, min_new_tokens=tokens, **kwargs)
     sync(torch.device("vk"))
-    return tokens / (time.perf_counter() - start)
+    return tokens / (time.perf_counter() - start), linear_bytes
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small shapes (lavapipe smoke run)")
     parser.add_argument("--json", default=None, help="also write the rows to this file")
+    parser.add_argument("--gpu", action="store_true",
+                        help="GPU shapes: 4096 x 4096 matmuls, decode of a 1B-parameter Llama shape")
     args = parser.parse_args()
     vk = torch.device("vk")
     ref = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
@@ -133,11 +139,15 @@ def main():
             print(row)
     try:
         tokens = 8 if args.quick else 32
-        base = decode_tokens_per_second("bfloat16", tokens, args.quick)
+        shape = "1b" if args.gpu else ("quick" if args.quick else "default")
+        base, _ = decode_tokens_per_second("bfloat16", tokens, shape)
         for mode in ("bfloat16", "int8", "int4"):
-            tps = base if mode == "bfloat16" else decode_tokens_per_second(mode, tokens, args.quick)
-            row = {"row": f"decode {mode}", "vk_tokens_per_s": round(tps, 2),
-                   "ratio_to_bfloat16": round(tps / base, 3)}
+            tps, weight_bytes = decode_tokens_per_second(mode, tokens, shape)
+            gbps = tps * weight_bytes / 1e9  # linear weights read once per token
+            row = {"row": f"decode {mode} ({shape})", "vk_tokens_per_s": round(tps, 2),
+                   "ratio_to_bfloat16": round(tps / base, 3),
+                   "linear_weights_GBps": round(gbps, 2),
+                   "fraction_of_copy": round(gbps / bw, 3)}
             rows.append(row)
             print(row)
     except ImportError as exc:

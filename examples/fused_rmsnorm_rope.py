@@ -24,6 +24,16 @@ _COMMON = """
 #define KIND 0
 #include "common.glsl"
 layout(local_size_x_id = 0) in;
+
+// rsqrt(mean(x^2) + eps) over the D elements of the row at element `base`.
+float row_rsqrt(uint64_t x, int dt, int base, int D, float eps) {
+  float ss = 0.0;
+  for (int i = 0; i < D; ++i) {
+    const float v = load_f32(x, dt, base + i);
+    ss = fma(v, v, ss);
+  }
+  return inversesqrt(ss / float(D) + eps);
+}
 """
 
 # Arguments (ABI of torch_vk/shader.py): tensors x, w, cos, sin, y; ints rows, heads, D, dtype;
@@ -38,12 +48,7 @@ void main() {
   for (int row = int(gl_GlobalInvocationID.x); row < int(args.rows);
        row += int(gl_NumWorkGroups.x * gl_WorkGroupSize.x)) {
     const int base = row * D, t = row / int(args.heads);
-    float ss = 0.0;
-    for (int i = 0; i < D; ++i) {
-      const float v = load_f32(args.x, dt, base + i);
-      ss = fma(v, v, ss);
-    }
-    const float r = inversesqrt(ss / float(D) + args.eps);
+    const float r = row_rsqrt(args.x, dt, base, D, args.eps);
     for (int i = 0; i < half_d; ++i) {
       const float a = load_f32(args.x, dt, base + i) * r * load_f32(args.w, dt, i);
       const float b = load_f32(args.x, dt, base + i + half_d) * r * load_f32(args.w, dt, i + half_d);
@@ -66,12 +71,7 @@ void main() {
   for (int row = int(gl_GlobalInvocationID.x); row < int(args.rows);
        row += int(gl_NumWorkGroups.x * gl_WorkGroupSize.x)) {
     const int base = row * D, t = row / int(args.heads);
-    float ss = 0.0;
-    for (int i = 0; i < D; ++i) {
-      const float v = load_f32(args.x, dt, base + i);
-      ss = fma(v, v, ss);
-    }
-    const float r = inversesqrt(ss / float(D) + args.eps);
+    const float r = row_rsqrt(args.x, dt, base, D, args.eps);
     // grad of n: the inverse rotation of grad_y; then grad of xhat = x * r is grad_n * w, and
     // grad_x = r * (grad_xhat - xhat * mean(grad_xhat * xhat)).
     float dot = 0.0;

@@ -23,6 +23,11 @@
 //   dequantized once per tile), 2 x 2 outputs per invocation. Weight tiles are loaded with
 //   consecutive invocations along k (consecutive bytes of a row).
 //
+// ROWS=1 (CPU devices such as lavapipe, where barriers are coroutine switches and shared
+//   memory saves no traffic; the launcher's default there): one invocation per output element
+//   (grid-stride), the weight row read word by word along K and dequantized in registers. For
+//   decode (M = 1) every weight byte is still read once.
+//
 // The launcher (src/kernels/quant_matmul.cpp) uploads the parameter block and passes its
 // address as the only push constant; variants come from quant_matmul.variants.toml.
 #extension GL_GOOGLE_include_directive : require
@@ -36,6 +41,9 @@
 #endif
 #ifndef INT4
 #define INT4 0
+#endif
+#ifndef ROWS
+#define ROWS 0
 #endif
 
 layout(push_constant) uniform Push { uint64_t params; } pc;
@@ -64,7 +72,57 @@ float dequant4(Params P, uint q, int k, int n) {
   return fma(float(int(q) - 8), load_f32(P.s, P.a_dtype, i), load_f32(P.s, P.a_dtype, i + 1));
 }
 
-#if TILED == 0
+#if ROWS
+#define EPW (INT4 != 0 ? 8 : 4)  // weights per 32-bit word
+layout(local_size_x = 64) in;
+
+void main() {
+  Params P = Params(pc.params);
+  const int rb = row_bytes(P);
+  const uint total = uint(P.M) * uint(P.N);
+  const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint idx = gl_GlobalInvocationID.x; idx < total; idx += step) {
+    const int n = int(idx % uint(P.N)), m = int(idx / uint(P.N));
+    const uint64_t row = P.w + uint64_t(n) * uint64_t(rb);
+    const int a0 = m * P.lda;
+    float acc = 0.0;
+    if (P.words != 0) {
+      for (int k0 = 0; k0 < P.K; k0 += EPW) {
+        const uint word = RefU32(row + uint64_t(INT4 != 0 ? k0 / 2 : k0)).v;
+#if INT4
+        const int i = ((k0 / P.group) * P.N + n) * 2;
+        const float scale = load_f32(P.s, P.a_dtype, i), zero = load_f32(P.s, P.a_dtype, i + 1);
+        [[unroll]] for (int j = 0; j < 4; ++j) {
+          const uint b = (word >> (8 * j)) & 255u;
+          acc = fma(load_f32(P.a, P.a_dtype, a0 + k0 + 2 * j),
+                    fma(float(int(b >> 4) - 8), scale, zero), acc);
+          acc = fma(load_f32(P.a, P.a_dtype, a0 + k0 + 2 * j + 1),
+                    fma(float(int(b & 15u) - 8), scale, zero), acc);
+        }
+#else
+        [[unroll]] for (int j = 0; j < 4; ++j)
+          acc = fma(load_f32(P.a, P.a_dtype, a0 + k0 + j), float(int(word << (24 - 8 * j)) >> 24),
+                    acc);
+#endif
+      }
+    } else {
+      for (int k = 0; k < P.K; ++k) {
+#if INT4
+        const float wv = dequant4(P, nibble(row, k), k, n);
+#else
+        const float wv = float(int(RefI8(row + uint64_t(k)).v));
+#endif
+        acc = fma(load_f32(P.a, P.a_dtype, a0 + k), wv, acc);
+      }
+    }
+#if INT4 == 0
+    acc *= load_f32(P.s, P.a_dtype, n);
+#endif
+    store_f32(P.c, P.a_dtype, m * P.ldc + n, acc);
+  }
+}
+
+#elif TILED == 0
 #define WG 64
 #define NC 4
 #define MMAX 8

@@ -4,6 +4,8 @@
 #include "kernels/quant_matmul.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "kernels/launch.h"
@@ -30,6 +32,18 @@ static_assert(sizeof(QuantParams) == 64);
 thread_local const char* last_variant = "";
 
 }  // namespace
+
+QuantMatmulAlgo quant_matmul_algorithm(Stream& stream, int64_t rows) {
+  if (const char* v = std::getenv("TORCH_VK_QUANT_MATMUL_ALGO")) {
+    if (std::strcmp(v, "rows") == 0) return QuantMatmulAlgo::Rows;
+    if (std::strcmp(v, "tiled") == 0) return QuantMatmulAlgo::Tiled;
+  }
+  // lavapipe measured (benchmarks/bench_quant.py, 1024 x 1024): decode 6.6 ms rows vs 47 ms
+  // GEMV; 64 rows 418 ms rows vs 172 ms tiled.
+  return stream.device().caps().device_type == "cpu" && rows <= kQuantGemvMaxRows
+             ? QuantMatmulAlgo::Rows
+             : QuantMatmulAlgo::Tiled;
+}
 
 const char* last_quant_matmul_variant() { return last_variant; }
 
@@ -63,11 +77,21 @@ void weight_only_matmul(Stream& stream, const WeightOnlyMatmul& p) {
       (int4 && (p.K / p.group_size) * p.N > kMaxIndex / 2))
     invalid(kWhere, "offsets beyond the 32-bit index range");
 
-  const bool gemv = p.M <= kQuantGemvMaxRows;
-  // Loop iterations of one invocation: GEMV strides over the words of a row, the tiled kernel
-  // steps through K a tile at a time (its inner loops are unrolled).
-  const int64_t steps = gemv ? (row_bytes + 4 * kGemvThreads - 1) / (4 * kGemvThreads) + kTile
-                             : (p.K + kTile - 1) / kTile + 8;
+  const QuantMatmulAlgo algo = quant_matmul_algorithm(stream, p.M);
+  const bool rows = algo == QuantMatmulAlgo::Rows;
+  const bool gemv = !rows && p.M <= kQuantGemvMaxRows;
+  // Rows: one invocation per output element (grid-stride), its loop over the row's words.
+  const int64_t outputs = p.M * p.N;
+  const uint32_t row_groups = rows ? group_count(stream, outputs, kGemvThreads) : 0;
+  const int64_t per_invocation =
+      rows ? (outputs + int64_t{row_groups} * kGemvThreads - 1) / (int64_t{row_groups} * kGemvThreads)
+           : 0;
+  // Loop iterations of one invocation: rows walk K a word at a time per output; GEMV strides
+  // over the words of a row; the tiled kernel steps through K a tile at a time (its inner
+  // loops are unrolled).
+  const int64_t steps = rows ? per_invocation * (p.K + 1) + 1
+                        : gemv ? (row_bytes + 4 * kGemvThreads - 1) / (4 * kGemvThreads) + kTile
+                               : (p.K + kTile - 1) / kTile + 8;
   if (steps > loop_budget(stream)) invalid(kWhere, "K exceeds the device's loop-iteration limit");
 
   QuantParams a{};
@@ -85,12 +109,17 @@ void weight_only_matmul(Stream& stream, const WeightOnlyMatmul& p) {
   // 32-bit weight reads when every row starts on a word boundary (int4: K is a multiple of 32).
   a.words = (row_bytes % 4 == 0 && p.weight.address % 4 == 0) ? 1 : 0;
 
-  const std::string name =
-      std::string(gemv ? "quant_matmul.gemv." : "quant_matmul.tiled.") + (int4 ? "int4" : "int8");
+  const std::string name = std::string(rows   ? "quant_matmul.rows."
+                                       : gemv ? "quant_matmul.gemv."
+                                              : "quant_matmul.tiled.") +
+                           (int4 ? "int4" : "int8");
   const ShaderBinary* shader = find_shader(name);
   if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
   const uint64_t params = stream.upload_params(&a, sizeof a);
-  if (gemv) {
+  if (rows) {
+    VkPipeline pipeline = stream.device().pipelines().get(*shader, kGemvThreads);
+    stream.dispatch(pipeline, row_groups, 1, 1, &params, sizeof params);
+  } else if (gemv) {
     const uint64_t groups = (p.N + kGemvColumns - 1) / kGemvColumns;
     if (groups > stream.device().caps().max_workgroup_count[0])
       invalid(kWhere, "more output columns than the device's workgroup count allows");
@@ -105,7 +134,9 @@ void weight_only_matmul(Stream& stream, const WeightOnlyMatmul& p) {
     stream.dispatch(pipeline, static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), 1, &params,
                     sizeof params);
   }
-  last_variant = gemv ? (int4 ? "gemv.int4" : "gemv.int8") : (int4 ? "tiled.int4" : "tiled.int8");
+  last_variant = rows   ? (int4 ? "rows.int4" : "rows.int8")
+                 : gemv ? (int4 ? "gemv.int4" : "gemv.int8")
+                        : (int4 ? "tiled.int4" : "tiled.int8");
 }
 
 }  // namespace tvk::kernels

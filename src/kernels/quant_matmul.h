@@ -30,6 +30,14 @@ struct WeightOnlyMatmul {
 // Rows up to which the decode (GEMV) kernel is used: it reads each weight byte once for all rows.
 constexpr int64_t kQuantGemvMaxRows = 8;
 
+// Strategies: Tiled (GPUs: the GEMV kernel up to kQuantGemvMaxRows rows, the tiled kernel
+// beyond) and Rows (one invocation per output element: decode on CPU devices such as
+// lavapipe, where barriers are coroutine switches). By default Rows for up to
+// kQuantGemvMaxRows rows on devices of type "cpu", Tiled otherwise;
+// TORCH_VK_QUANT_MATMUL_ALGO=rows|tiled forces one (read at every launch).
+enum class QuantMatmulAlgo { Rows, Tiled };
+QuantMatmulAlgo quant_matmul_algorithm(Stream& stream, int64_t rows);
+
 // Records the matmul (nothing when M or N is 0; C = 0 when K is 0). Throws
 // std::invalid_argument for unsupported dtypes or group sizes, null or misaligned addresses,
 // sizes beyond the 32-bit index range, or K beyond the device's loop budget.

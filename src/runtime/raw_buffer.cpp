@@ -11,6 +11,19 @@
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 namespace tvk {
+namespace {
+
+// A buffer of `size` bytes with every usage the runtime needs (no memory bound yet).
+VkResult create_buffer(VkDevice dev, uint64_t size, VkBufferCreateFlags flags, VkBuffer* out) {
+  VkBufferCreateInfo buffer_info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  buffer_info.flags = flags;
+  buffer_info.size = size;
+  buffer_info.usage = kRawBufferUsage;
+  buffer_info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  return vk::vkCreateBuffer(dev, &buffer_info, nullptr, out);
+}
+
+}  // namespace
 
 bool memory_type_is_mappable(Device& device, uint32_t memory_type) {
   const VkMemoryPropertyFlags need =
@@ -23,12 +36,7 @@ VkResult create_raw_buffer(Device& device, uint64_t size, uint32_t memory_type, 
   VkDevice dev = device.handle();
   RawBuffer b;
   b.size = size;
-
-  VkBufferCreateInfo buffer_info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  buffer_info.size = size;
-  buffer_info.usage = kRawBufferUsage;
-  buffer_info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  VkResult r = vk::vkCreateBuffer(dev, &buffer_info, nullptr, &b.buffer);
+  VkResult r = create_buffer(dev, size, 0, &b.buffer);
   if (r != VK_SUCCESS) return r;
 
   VkMemoryRequirements req{};
@@ -75,12 +83,7 @@ VkResult create_sparse_raw_buffer(Device& device, uint64_t size, uint32_t memory
   VkDevice dev = device.handle();
   RawBuffer b;
   b.size = size;
-  VkBufferCreateInfo buffer_info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  buffer_info.flags = VK_BUFFER_CREATE_SPARSE_BINDING_BIT;
-  buffer_info.size = size;
-  buffer_info.usage = kRawBufferUsage;
-  buffer_info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  VkResult r = vk::vkCreateBuffer(dev, &buffer_info, nullptr, &b.buffer);
+  VkResult r = create_buffer(dev, size, VK_BUFFER_CREATE_SPARSE_BINDING_BIT, &b.buffer);
   if (r != VK_SUCCESS) return r;
   VkMemoryRequirements req{};
   vk::vkGetBufferMemoryRequirements(dev, b.buffer, &req);

@@ -18,6 +18,14 @@ DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 REL = {torch.float32: 2e-6, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 
 
+@pytest.fixture(params=["rows", "tiled"])
+def algo(request, monkeypatch):
+    """Both strategies (src/kernels/quant_matmul.h): rows (lavapipe's default) and tiled (GPUs:
+    the decode GEMV up to 8 rows, the shared-memory tiled kernel beyond)."""
+    monkeypatch.setenv("TORCH_VK_QUANT_MATMUL_ALGO", request.param)
+    return request.param
+
+
 def close(actual, expected, reference, dtype):
     scale = max(reference.abs().max().item(), 1.0)
     torch.testing.assert_close(actual.cpu().double(), expected.double(), rtol=REL[dtype],
@@ -39,7 +47,7 @@ def int8_reference(a, w, s):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("M,N,K", [(1, 32, 64), (3, 67, 100), (8, 5, 7), (9, 40, 64),
                                    (33, 70, 130), (2, 16, 1)])
-def test_int8_matches_cpu(M, N, K, dtype):
+def test_int8_matches_cpu(M, N, K, dtype, algo):
     a, w, s = int8_inputs(M, N, K, dtype)
     reference = int8_reference(a, w, s)
     if dtype == torch.bfloat16 and K % 16:
@@ -54,7 +62,7 @@ def test_int8_matches_cpu(M, N, K, dtype):
 
 
 @pytest.mark.parametrize("M", [1, 12])
-def test_int8_strided_activations(M):
+def test_int8_strided_activations(M, algo):
     # Rows of a wider tensor (lda > K) and a one-row view with an arbitrary row stride.
     a, w, s = int8_inputs(M, 24, 48, torch.float32, seed=3)
     wide = torch.randn(M, 80)
@@ -100,7 +108,7 @@ def int4_reference(a, q, group, sz):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("group", [32, 64, 128, 256])
 @pytest.mark.parametrize("M", [1, 4, 8, 9, 40])
-def test_int4_matches_cpu(M, group, dtype):
+def test_int4_matches_cpu(M, group, dtype, algo):
     N, K, inner_k_tiles = 32, 256, 2  # the CPU's packing needs N % 16 == 0
     a, q, sz = int4_inputs(M, N, K, group, dtype, seed=M + group)
     packed_cpu = torch._convert_weight_to_int4pack_for_cpu(q, inner_k_tiles)
@@ -125,7 +133,7 @@ def test_int4_pack_shapes_and_larger_sizes(inner_k_tiles):
     close(actual, expected, int4_reference(a, q, group, sz), torch.bfloat16)
 
 
-def test_int4_strided_activations_and_empty():
+def test_int4_strided_activations_and_empty(algo):
     N, K, group = 16, 128, 32
     a, q, sz = int4_inputs(5, N, K, group, torch.float32, seed=9)
     wide = torch.randn(5, 200)

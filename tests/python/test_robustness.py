@@ -24,12 +24,17 @@ def test_100_out_of_memory_errors_in_a_row():
     torch.vk.synchronize()
     baseline = torch.vk.memory_allocated()
     keep = torch.arange(1000, dtype=torch.float32, device="vk")
-    total = torch.vk.get_device_properties(0).total_memory
+    props = torch.vk.get_device_properties(0)
+    total = props.total_memory
+    # The largest single buffer: one allocation, or (sparse binding) maxBufferSize.
+    limit = (props.max_buffer_size if props.sparse_binding else props.max_memory_allocation_size) \
+        or total
     ooms = torch.vk.memory_stats()["num_ooms"]
     for i in range(100):
         with pytest.raises(torch.OutOfMemoryError):
-            # alternately a request beyond the device and one beyond the allocation limit
-            torch.empty(total + (1 << 30) if i % 2 else (3 << 30), dtype=torch.uint8, device="vk")
+            # alternately a request beyond the device and one beyond the buffer size limit
+            torch.empty(total + (1 << 30) if i % 2 else limit + (1 << 20), dtype=torch.uint8,
+                        device="vk")
     assert torch.vk.memory_stats()["num_ooms"] == ooms + 100
     # The process keeps working: correct results, and the memory is back at its baseline.
     x = torch.linspace(-1, 1, 513, device="vk")

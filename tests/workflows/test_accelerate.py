@@ -75,25 +75,16 @@ def test_multi_process_launch_on_vk_raises_instead_of_training_apart():
     import subprocess
     import sys
 
-    code = ("import torch, torch_vk\n"
-            "from accelerate import PartialState\n"
-            "try:\n"
-            "    PartialState()\n"
-            "except RuntimeError as e:\n"
-            "    print('ERROR', e)\n"
-            "else:\n"
-            "    print('NO ERROR')\n")
-    env = dict(os.environ, LOCAL_RANK="0", RANK="0", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
-               MASTER_PORT="29533")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=120)
-    assert out.stdout.startswith("ERROR") and "vkgloo" in out.stdout, out.stdout + out.stderr
-    code_cpu = ("import torch, torch_vk\n"
-                "from accelerate import PartialState\n"
-                "s = PartialState(cpu=True)\n"
-                "print(s.distributed_type, s.device)\n")
-    env = dict(os.environ, LOCAL_RANK="0", RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
-               MASTER_PORT="29534")
-    out = subprocess.run([sys.executable, "-c", code_cpu], env=env, capture_output=True, text=True,
-                         timeout=120)
-    assert "MULTI_CPU" in out.stdout and "cpu" in out.stdout, out.stdout + out.stderr
+    def launched_rank(body, world_size):
+        code = "import torch, torch_vk\nfrom accelerate import PartialState\n" + body
+        env = dict(os.environ, LOCAL_RANK="0", RANK="0", WORLD_SIZE=str(world_size),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(29533 + world_size))
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, timeout=120)
+        return out.stdout, out.stdout + out.stderr
+
+    stdout, log = launched_rank("try:\n    PartialState()\nexcept RuntimeError as e:\n"
+                                "    print('ERROR', e)\nelse:\n    print('NO ERROR')\n", 2)
+    assert stdout.startswith("ERROR") and "vkgloo" in stdout, log
+    stdout, log = launched_rank("s = PartialState(cpu=True)\nprint(s.distributed_type, s.device)\n", 1)
+    assert "MULTI_CPU" in stdout and "cpu" in stdout, log
