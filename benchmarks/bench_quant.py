@@ -10,8 +10,9 @@ Rows:
     time per call on vk and on the reference device; for GEMV the weight bytes read per second
     and their fraction of the copy bandwidth (each weight byte is read once);
   - decode: tokens/s of a Llama (transformers, random weights; tiny, or with --gpu a
-    1B-parameter shape) generating greedily on vk in bfloat16, int8 weight-only and int4
-    weight-only (torchao), the ratios to bfloat16, and the linear weights' bytes read per
+    1B-parameter shape) generating greedily on vk in float16, bfloat16, int8 weight-only and
+    int4 weight-only (torchao; both quantize the bfloat16 model), the ratios to float16, and
+    the linear weights' bytes read per
     second as a fraction of the copy bandwidth (llama.cpp's bar on GPUs: ~70%).
 The reference for int4 on the CPU is _weight_int4pack_mm_for_cpu (the CPU's own packing); on
 CUDA, _weight_int4pack_mm with CUDA's packing. Every "ratio" is vk speed / reference speed
@@ -85,8 +86,8 @@ def decode_tokens_per_second(mode, tokens, shape):
         model = model.to_empty(device="vk")
         for p in model.parameters():
             torch.nn.init.normal_(p, std=0.02)
-    model = model.to(torch.bfloat16).eval().to("vk")
-    if mode != "bfloat16":
+    model = model.to(torch.float16 if mode == "float16" else torch.bfloat16).eval().to("vk")
+    if mode in ("int8", "int4"):
         from torchao.quantization import Int4WeightOnlyConfig, Int8WeightOnlyConfig, quantize_
 
         config = Int8WeightOnlyConfig() if mode == "int8" else Int4WeightOnlyConfig(
@@ -140,12 +141,12 @@ def main():
     try:
         tokens = 8 if args.quick else 32
         shape = "1b" if args.gpu else ("quick" if args.quick else "default")
-        base, _ = decode_tokens_per_second("bfloat16", tokens, shape)
-        for mode in ("bfloat16", "int8", "int4"):
+        base, _ = decode_tokens_per_second("float16", tokens, shape)
+        for mode in ("float16", "bfloat16", "int8", "int4"):
             tps, weight_bytes = decode_tokens_per_second(mode, tokens, shape)
             gbps = tps * weight_bytes / 1e9  # linear weights read once per token
             row = {"row": f"decode {mode} ({shape})", "vk_tokens_per_s": round(tps, 2),
-                   "ratio_to_bfloat16": round(tps / base, 3),
+                   "ratio_to_float16": round(tps / base, 3),
                    "linear_weights_GBps": round(gbps, 2),
                    "fraction_of_copy": round(gbps / bw, 3)}
             rows.append(row)
