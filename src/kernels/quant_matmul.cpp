@@ -29,8 +29,6 @@ struct QuantParams {
 };
 static_assert(sizeof(QuantParams) == 64);
 
-thread_local const char* last_variant = "";
-
 }  // namespace
 
 QuantMatmulAlgo quant_matmul_algorithm(Stream& stream, int64_t rows) {
@@ -44,8 +42,6 @@ QuantMatmulAlgo quant_matmul_algorithm(Stream& stream, int64_t rows) {
              ? QuantMatmulAlgo::Rows
              : QuantMatmulAlgo::Tiled;
 }
-
-const char* last_quant_matmul_variant() { return last_variant; }
 
 void weight_only_matmul(Stream& stream, const WeightOnlyMatmul& p) {
   const bool int4 = p.weights == QuantWeights::Int4;
@@ -134,9 +130,6 @@ void weight_only_matmul(Stream& stream, const WeightOnlyMatmul& p) {
     stream.dispatch(pipeline, static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), 1, &params,
                     sizeof params);
   }
-  last_variant = rows   ? (int4 ? "rows.int4" : "rows.int8")
-                 : gemv ? (int4 ? "gemv.int4" : "gemv.int8")
-                        : (int4 ? "tiled.int4" : "tiled.int8");
 }
 
 }  // namespace tvk::kernels

@@ -43,7 +43,4 @@ QuantMatmulAlgo quant_matmul_algorithm(Stream& stream, int64_t rows);
 // sizes beyond the 32-bit index range, or K beyond the device's loop budget.
 void weight_only_matmul(Stream& stream, const WeightOnlyMatmul& problem);
 
-// Name of the last kernel variant weight_only_matmul recorded on this thread (tests).
-const char* last_quant_matmul_variant();
-
 }  // namespace tvk::kernels
