@@ -81,6 +81,7 @@ def _register() -> None:
             for_tensor=True, for_module=True, for_storage=True)
     _install_printing_hook()
     _install_compile_hook()
+    _install_exit_hook()
     _register_distributed()
     from torch_vk import integrations
 
@@ -117,6 +118,18 @@ def _install_compile_hook() -> None:
 
     compile._torch_vk_wrapped = True
     torch.compile = compile
+
+
+def _install_exit_hook() -> None:
+    """At interpreter exit, lets autograd's vk device threads drop the last finished graph
+    task while the GIL can still be taken (see _drain_autograd_device_threads in
+    torch_vk/csrc/module.cpp); without it a script whose last step is a backward on vk can
+    abort at exit."""
+    import atexit
+
+    if not getattr(_install_exit_hook, "_done", False):
+        atexit.register(_C._drain_autograd_device_threads)
+        _install_exit_hook._done = True
 
 
 def _install_printing_hook() -> None:

@@ -6,6 +6,7 @@
 #include <torch/csrc/Event.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/Generator.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include <ATen/Context.h>
@@ -186,6 +187,30 @@ PYBIND11_MODULE(_C, m) {
     at::globalContext().lazyInitDevice(c10::DeviceType::PrivateUse1);
   });
   m.def("_is_in_bad_fork", [] { return in_bad_fork(); });
+  // Registered with Python's atexit by torch_vk/__init__.py. Autograd runs vk nodes on one
+  // device thread per vk device; that thread can hold the last reference to a finished
+  // GraphTask, whose result tensors own Python objects. When it drops them after the main
+  // thread began finalizing, decref takes the GIL, Python ends the thread with pthread_exit,
+  // and the forced unwind through a noexcept destructor aborts the process ("terminate called
+  // without an active exception" after a script's last backward; pytorch/pytorch#190489).
+  // A backward of a graph built here, with no Python object anywhere, is queued behind
+  // whatever the thread holds: when it completes, the thread has dropped the earlier task.
+  // Remove once PyTorch's decref stops taking the GIL during finalization (#190489).
+  m.def("_drain_autograd_device_threads", [] {
+    py::gil_scoped_release no_gil;
+    for (c10::DeviceIndex i = 0; i < device_count_noexcept(); ++i) {
+      if (!device_initialized(i)) continue;
+      try {
+        c10::InferenceMode not_inference(false);
+        at::AutoGradMode grad_mode(true);
+        at::Tensor leaf = at::zeros({1}, at::TensorOptions().device(c10::DeviceType::PrivateUse1, i))
+                              .requires_grad_();
+        torch::autograd::backward({leaf.sum()});
+      } catch (const std::exception&) {
+        // At exit a failure only means there is nothing left to drain (a lost device).
+      }
+    }
+  });
   m.def(
       "_synchronize",
       [](int index) {
