@@ -307,7 +307,9 @@ CT cx_sqrt(CT z) {
   }
   if (y == T(0)) {
     if (x < T(0)) return CT(T(0), cx_copysign(sqrt(-x), y));
-    return CT(abs(sqrt(x)), cx_copysign(T(0), y));
+    // sqrt(-0) is -0; the explicit zero (not abs(sqrt(x)), which Mesa 25 folds to sqrt(x)
+    // despite SignedZeroInfNanPreserve) gives glibc's +0 real part.
+    return CT(x == T(0) ? T(0) : sqrt(x), cx_copysign(T(0), y));
   }
   if (x == T(0)) {
     T r = abs(y) >= T(2) * CX_MIN ? sqrt(T(0.5) * abs(y)) : T(0.5) * sqrt(T(2) * abs(y));

@@ -12,7 +12,8 @@
 // Interpolation modes: 0 bilinear (trilinear for DIMS 3), 1 nearest (round half to even),
 // 2 bicubic (DIMS 2 only; A = -0.75). Padding modes: 0 zeros, 1 border, 2 reflection.
 // Coordinate math follows PyTorch's aten/src/ATen/native/GridSampler.h (unnormalize, clip,
-// reflect and their *_set_grad forms); source positions that are not finite or beyond
+// reflect and their *_set_grad forms; for DIMS 2 the CPU's vectorized 2-D kernel, see
+// unnormalize); source positions that are not finite or beyond
 // +-2^30 become -100 (every tap out of bounds), as PyTorch's CUDA kernel does.
 //
 // Spatial dims are indexed k = 0, 1, 2 for (D, H, W); grid component c (x, y, z) addresses
@@ -82,13 +83,29 @@ bool align_corners() { return (pc.flags & 1) != 0; }
 // ---------------------------------------------------------------- coordinates
 
 // PyTorch's grid_sampler_unnormalize_set_grad: [-1, 1] -> pixel position, d pos / d coord.
+// DIMS 2 follows the CPU's vectorized 2-D kernel (GridSamplerKernel.cpp's ComputeLocation)
+// instead, whose rounding differs for positions far outside the input: (coord + 1) * scale
+// (- 0.5), every operation rounded on its own (`precise`: no fused multiply-add).
 T unnormalize(T coord, int size, out T grad) {
+#if DIMS == 2
+  precise T shifted = coord + T(1);
+  if (align_corners()) {
+    grad = T(size - 1) / T(2);
+    precise T scaled = shifted * grad;
+    return scaled;
+  }
+  grad = T(size) / T(2);
+  precise T scaled = shifted * grad;
+  precise T centered = scaled - T(0.5);
+  return centered;
+#else
   if (align_corners()) {
     grad = T(size - 1) / T(2);
     return (coord + T(1)) / T(2) * T(size - 1);
   }
   grad = T(size) / T(2);
   return ((coord + T(1)) * T(size) - T(1)) / T(2);
+#endif
 }
 
 // clip_coordinates_set_grad: clamp to [0, limit - 1].
@@ -113,6 +130,22 @@ T reflect_coordinates(T x, int twice_low, int twice_high, out T grad) {
     return T(0);
   }
   T lo = T(twice_low) / T(2);
+#if DIMS == 2
+  // The CPU's vectorized 2-D kernel: truncated division by twice the span, then one more
+  // flip where the remainder passes the span; each operation rounded on its own, so that
+  // far positions (whose remainders are mostly rounding) reproduce the CPU's values.
+  T twice_span = T(twice_high - twice_low);
+  precise T shifted = x - lo;
+  precise T abs_in = abs(shifted);
+  T double_flips = trunc(abs_in / twice_span);
+  precise T whole = double_flips * twice_span;
+  precise T extra = abs_in - whole;
+  precise T reflected = twice_span - extra;
+  bool one_more_flip = extra > reflected;
+  grad = (one_more_flip != (shifted < T(0))) ? T(-1) : T(1);
+  precise T result = (one_more_flip ? reflected : extra) + lo;
+  return result;
+#else
   T span = T(twice_high - twice_low) / T(2);
   x = x - lo;
   T sign = T(1);
@@ -128,6 +161,7 @@ T reflect_coordinates(T x, int twice_low, int twice_high, out T grad) {
   }
   grad = -sign;
   return span - extra + lo;
+#endif
 }
 
 // compute_coordinates (with its gradient): the padding mode applied to a pixel position.
