@@ -33,6 +33,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import torch_vk
+from torch_vk.bench import sync
 
 
 class MLP(nn.Module):
@@ -111,13 +112,6 @@ class GPT2Stack(nn.Module):
 
     def forward(self, x):
         return self.head(self.ln_f(self.blocks(x)))
-
-
-def sync(device):
-    if device.type == "vk":
-        torch.vk.synchronize()
-    elif device.type == "cuda":
-        torch.cuda.synchronize()
 
 
 def median_time(fn, device, repeat):

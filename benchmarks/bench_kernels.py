@@ -30,7 +30,6 @@ Numbers belong in notes, never in tests.
 import argparse
 import contextlib
 import json
-import math
 import os
 import time
 
@@ -38,27 +37,8 @@ import torch
 import torch.nn.functional as F
 
 import torch_vk
-
-
-def sync(device):
-    if device.type == "vk":
-        torch.vk.synchronize()
-    elif device.type == "cuda":
-        torch.cuda.synchronize()
-
-
-def timeit(fn, device, repeat, warmup=2):
-    for _ in range(warmup):
-        fn()
-    sync(device)
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        sync(device)
-        times.append(time.perf_counter() - start)
-    times.sort()
-    return times[len(times) // 2]
+from torch_vk.bench import sync, time_per_call, timeit  # sync, timeit: also for bench_quant.py
+from torch_vk.bench.runner import fallback_calls
 
 
 def bench_gemm(device, n, repeat):
@@ -152,37 +132,6 @@ class Budget:
 
     def left(self):
         return self.deadline - time.perf_counter()
-
-
-def time_per_call(fn, device, max_seconds, min_sample_s=0.005, samples=5):
-    """Median seconds per call of fn on device: one warm-up call, one probe call that sizes the
-    samples, then up to `samples` samples of `inner` back-to-back calls with a synchronization
-    on both ends, all inside max_seconds (at least one sample is always taken)."""
-    start = time.perf_counter()
-    fn()                                  # warm-up: pipeline creation, library heuristics
-    sync(device)
-    t0 = time.perf_counter()
-    fn()
-    sync(device)
-    probe = max(time.perf_counter() - t0, 1e-7)
-    if time.perf_counter() - start + probe > max_seconds:
-        return probe                      # one call is all the time allows
-    inner = max(1, min(1000, math.ceil(min_sample_s / probe)))
-    left = max_seconds - (time.perf_counter() - start)
-    samples = max(1, min(samples, int(left / (probe * inner)) if left > 0 else 1))
-    times = []
-    for _ in range(samples):
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        sync(device)
-        times.append((time.perf_counter() - t0) / inner)
-    times.sort()
-    return times[len(times) // 2]
-
-
-def fallback_calls():
-    return sum(torch_vk.stats().get("fallbacks", {}).values())
 
 
 class GpuRun:

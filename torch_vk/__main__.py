@@ -107,9 +107,10 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-def cmd_not_yet(args: argparse.Namespace) -> int:
-    print(f"torch-vk {args.command}: not yet implemented")
-    return 2
+def cmd_bench(args: argparse.Namespace) -> int:
+    from torch_vk import bench
+
+    return bench.main(args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,8 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p_info = sub.add_parser("info", help="versions, devices, capabilities and limits")
     p_info.set_defaults(func=cmd_info)
-    p_bench = sub.add_parser("bench", help="benchmarks vk against the CPU (not yet implemented)")
-    p_bench.set_defaults(func=cmd_not_yet)
+    p_bench = sub.add_parser("bench", help="kernel, model-step and compile benchmarks of vk "
+                                           "against the CPU (and CUDA when present)")
+    from torch_vk import bench
+
+    bench.add_arguments(p_bench)
+    p_bench.set_defaults(func=cmd_bench)
     p_cov = sub.add_parser("coverage",
                            help="OpInfo conformance of the native vk kernels against the CPU")
     from torch_vk import coverage
