@@ -76,6 +76,12 @@ def _register() -> None:
         torch.utils.rename_privateuse1_backend(_BACKEND_NAME)
     if getattr(torch, _BACKEND_NAME, None) is None:
         torch._register_device_module(_BACKEND_NAME, vk)
+    # `import torch.vk.memory` / `from torch.vk.memory import ...`, as for torch.cuda.memory.
+    import sys
+
+    from torch_vk import memory
+
+    sys.modules.setdefault(f"torch.{_BACKEND_NAME}.memory", memory)
     if not hasattr(torch.Tensor, "is_" + _BACKEND_NAME):
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_storage=True)

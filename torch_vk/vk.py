@@ -270,15 +270,10 @@ def reset_accumulated_memory_stats(device: Any = None) -> None:
 
 
 def memory_summary(device: Any = None, abbreviated: bool = False) -> str:
-    if _C is None or device_count() == 0:
-        return "torch-vk: no vk device"
-    index = _get_device_index(device, optional=True)
-    summary = _C._memory_summary(index)
-    if not summary:
-        stats = memory_stats(index)
-        summary = (f"vk:{index} allocated {stats.get('allocated_bytes.all.current', 0)} B, "
-                   f"reserved {stats.get('reserved_bytes.all.current', 0)} B")
-    return summary
+    """A table of the allocator's statistics, like ``torch.cuda.memory_summary``."""
+    from torch_vk import memory
+
+    return memory.memory_summary(device, abbreviated)
 
 
 def empty_cache() -> None:
@@ -321,6 +316,10 @@ def __getattr__(name: str) -> Any:
     # torch.vk.default_generators: one torch.Generator per device (like torch.cuda's).
     if name == "default_generators":
         return tuple(_default_generator(i) for i in range(device_count()))
+    if name == "memory":  # torch.vk.memory (torch_vk/memory.py), imported on first use
+        import importlib
+
+        return importlib.import_module("torch_vk.memory")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

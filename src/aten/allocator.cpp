@@ -13,8 +13,10 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
@@ -42,13 +44,35 @@ void report_deleter_error(const char* what) {
   std::fprintf(stderr, "torch-vk: error while freeing device memory: %s\n", what);
 }
 
+// ---- history: the configuration every allocation and free reads (set_memory_history).
+std::atomic<bool> g_history_on{false};
+std::mutex g_history_mutex;
+std::shared_ptr<const MemoryHistoryConfig> g_history;  // guarded by g_history_mutex
+
+std::shared_ptr<const MemoryHistoryConfig> history_config() {
+  if (!g_history_on.load(std::memory_order_acquire)) return nullptr;
+  std::lock_guard<std::mutex> lock(g_history_mutex);
+  return g_history;
+}
+
+// The context of an allocation (or, with free_contexts, of a free), gathered before the
+// allocator's lock is taken.
+tvk::AllocationContext gather_context(bool for_free) {
+  auto config = history_config();
+  if (!config || !config->recorder || (for_free && !config->free_contexts)) return {};
+  if (!config->settings.contexts && !config->settings.trace) return {};
+  return config->recorder();
+}
+
 void delete_block(void* ctx) {
   auto* block = static_cast<BlockContext*>(ctx);
   if (block == nullptr) return;
   try {
     // In a forked child the parent's Vulkan objects are unusable: leak instead.
     if (device_initialized(block->device) && !in_bad_fork()) {
-      vk_device(block->device).allocator().free(block->address);
+      // A free context means a stack trace: gathered only while history records frees
+      // (context="all"), the one case where this deleter calls into Python.
+      vk_device(block->device).allocator().free(block->address, gather_context(true));
     }
   } catch (const std::exception& e) {
     report_deleter_error(e.what());
@@ -77,8 +101,9 @@ class VkDeviceAllocator final : public c10::DeviceAllocator {
     if (nbytes == 0) return c10::DataPtr(nullptr, nullptr, &delete_block, device);
     tvk::Device& vk = vk_device(index);
     uint32_t stream_id = static_cast<uint32_t>(current_c10_stream(index).id());
-    uint64_t address =
-        translate_errors([&] { return vk.allocator().allocate(nbytes, stream_id); });
+    tvk::AllocationContext context = gather_context(false);
+    uint64_t address = translate_errors(
+        [&] { return vk.allocator().allocate(nbytes, stream_id, std::move(context)); });
     auto* ctx = new BlockContext{address, index};
     return c10::DataPtr(reinterpret_cast<void*>(address), ctx, &delete_block, device);
   }
@@ -274,6 +299,24 @@ c10::DeviceIndex device_of_address(const void* ptr) {
       return i;
   }
   return -1;
+}
+
+void set_memory_history(MemoryHistoryConfig config, bool clear) {
+  auto shared = std::make_shared<const MemoryHistoryConfig>(std::move(config));
+  const bool on = shared->settings.contexts || shared->settings.trace;
+  {
+    std::lock_guard<std::mutex> lock(g_history_mutex);
+    g_history = on ? shared : nullptr;
+    g_history_on.store(on, std::memory_order_release);
+  }
+  c10::DeviceIndex n = device_count_noexcept();
+  for (c10::DeviceIndex i = 0; i < n; ++i)
+    if (device_initialized(i)) vk_device(i).allocator().set_history(shared->settings, clear);
+}
+
+void apply_memory_history(tvk::Device& device) {
+  auto config = history_config();
+  if (config) device.allocator().set_history(config->settings, false);
 }
 
 bool is_pinned_ptr(const void* ptr) noexcept {

@@ -9,9 +9,12 @@
 #include <c10/core/Storage.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
+
+#include "runtime/allocator.h"
 
 namespace tvk {
 class Device;
@@ -51,6 +54,18 @@ c10::DeviceIndex device_of_address(const void* ptr);
 void resize_storage_bytes(const c10::Storage& storage, size_t new_bytes);
 // Pinned memory check that never creates a device.
 bool is_pinned_ptr(const void* ptr) noexcept;
+
+// ---- allocator history (torch.vk.memory._record_memory_history) ----
+struct MemoryHistoryConfig {
+  tvk::HistorySettings settings;  // applied to every device, also those created later
+  bool free_contexts = false;     // gather a context for frees too (context="all")
+  // Gathers the context of an allocation or free (a stack trace; set by the Python
+  // bindings). Called before the allocator's lock is taken, on the allocating thread.
+  std::function<tvk::AllocationContext()> recorder;
+};
+void set_memory_history(MemoryHistoryConfig config, bool clear);
+// Applies the current history settings to a device just created (vk_device).
+void apply_memory_history(tvk::Device& device);
 
 // ---- CPU fallback ----
 enum class FallbackMode { Warn, Silent, Error };

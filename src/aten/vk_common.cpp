@@ -104,6 +104,7 @@ tvk::Device& vk_device(c10::DeviceIndex index) {
   index = checked_device_index(index);
   tvk::Device& device =
       translate_errors([&]() -> tvk::Device& { return tvk::Runtime::get().device(index); });
+  if (g_devices[index].load(std::memory_order_acquire) != &device) apply_memory_history(device);
   g_devices[index].store(&device, std::memory_order_release);
   return device;
 }

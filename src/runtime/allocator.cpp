@@ -6,9 +6,11 @@
 #include "runtime/allocator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 
 #include "runtime/device.h"
 #include "runtime/error.h"
@@ -68,6 +70,7 @@ struct Allocator::Segment {
   VkBufferView views[kTexelFormatCount] = {};
   int64_t view_texels[kTexelFormatCount] = {};
   int graph_view_pins = 0;  // graphs whose captured commands use the views (see allocator.h)
+  AllocationContext context;  // of the request that reserved it (history only)
 };
 
 uint32_t texel_bytes(TexelFormat format) {
@@ -114,6 +117,7 @@ struct Allocator::Block {
   Block* prev = nullptr;  // neighbours inside the segment, by address
   Block* next = nullptr;
   std::vector<uint32_t> other_streams;
+  AllocationContext context;  // of the allocation (history only), dropped when freed
   bool is_split() const { return prev != nullptr || next != nullptr; }
 };
 
@@ -156,8 +160,22 @@ struct Allocator::State {
   std::map<uint64_t, GraphPool> graph_pools;
   std::map<uint32_t, uint64_t> capturing;  // stream id -> pool its allocations come from
   uint64_t next_graph_pool = 1;
+  // History (allocator.h: TraceEntry).
+  HistorySettings history;
+  std::deque<TraceEntry> trace;
 
   explicit State(Device& d) : device(d) {}
+
+  void record(TraceAction action, uint64_t address, uint64_t size, uint32_t stream,
+              uint64_t graph_pool, AllocationContext context = {}, uint64_t device_free = 0) {
+    if (!history.trace) return;
+    const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    trace.push_back(TraceEntry{action, address, size, stream, graph_pool, now_us, device_free,
+                               std::move(context)});
+    if (history.max_entries && trace.size() > history.max_entries) trace.pop_front();
+  }
 
   Pool& pool_of(int stat_pool) { return pools[stat_pool - 1]; }
 
@@ -198,7 +216,8 @@ struct Allocator::State {
 
   // Creates a segment of `size` bytes and returns its single free block (not yet in a set), or
   // null when the device is out of memory or the segment exceeds a device limit.
-  Block* new_segment(uint64_t size, int stat_pool, uint32_t stream, uint64_t graph_pool) {
+  Block* new_segment(uint64_t size, int stat_pool, uint32_t stream, uint64_t graph_pool,
+                     const AllocationContext& context) {
     const DeviceCapabilities& c = device.caps();
     // Refuse up front what the device cannot allocate: drivers may accept it and the
     // validation layer reports it (VUID-vkAllocateMemory-pAllocateInfo-01713). A segment
@@ -231,6 +250,8 @@ struct Allocator::State {
     });
     segments[seg->raw.address] = seg;
     if (graph_pool) graph_pools[graph_pool].reserved += size;
+    if (history.contexts) seg->context = context;
+    record(TraceAction::SegmentAlloc, seg->raw.address, size, stream, graph_pool, context);
     auto* b = new Block();
     b->segment = seg;
     b->address = seg->raw.address;
@@ -243,6 +264,9 @@ struct Allocator::State {
   // Returns a block that is no longer in use to its pool, merging free neighbours.
   void release_block(Block* b) {
     for_pool(b->segment->pool, [&](int i) { stats.active_bytes[i].decrease(b->size); });
+    record(TraceAction::FreeCompleted, b->address, b->size, b->stream, b->graph_pool,
+           std::move(b->context));
+    b->context.reset();
     b->allocated = false;
     b->pending = false;
     b->other_streams.clear();
@@ -321,6 +345,7 @@ struct Allocator::State {
           stats.segment[i].decrease(1);
         });
         stats.num_device_free++;
+        record(TraceAction::SegmentFree, seg->raw.address, seg->raw.size, b->stream, 0);
         segments.erase(seg->raw.address);
         destroy_segment_memory(device, seg->raw, seg->views);
         delete seg;
@@ -423,7 +448,7 @@ uint64_t Allocator::round_size(uint64_t bytes) {
   return bytes == 0 ? kRound : round_up(bytes, kRound);
 }
 
-uint64_t Allocator::allocate(uint64_t bytes, uint32_t stream_id) {
+uint64_t Allocator::allocate(uint64_t bytes, uint32_t stream_id, AllocationContext context) {
   if (bytes == 0) return 0;
   const uint64_t size = round_size(bytes);
   const int pool = size <= kSmallSize ? 1 : 2;
@@ -446,7 +471,7 @@ uint64_t Allocator::allocate(uint64_t bytes, uint32_t stream_id) {
   if (b) {
     st.erase_free(b);
   } else {
-    b = st.new_segment(segment_size, pool, stream_id, graph_pool);
+    b = st.new_segment(segment_size, pool, stream_id, graph_pool, context);
     if (!b) {
       // Out of memory: wait for all work (completing cross-stream frees), release the cache,
       // retry once.
@@ -456,16 +481,24 @@ uint64_t Allocator::allocate(uint64_t bytes, uint32_t stream_id) {
       st.release_cached();
       b = st.find_free(pool, graph_pool, stream_id, size);
       if (b) st.erase_free(b);
-      else b = st.new_segment(segment_size, pool, stream_id, graph_pool);
+      else b = st.new_segment(segment_size, pool, stream_id, graph_pool, context);
     }
     if (!b) {
       st.stats.num_ooms++;
       MemoryStats snapshot = st.stats;
+      const bool traced = st.history.trace;
       lock.unlock();
+      // Device::memory_info reads the statistics (the allocator's lock): outside it.
+      const auto info = device_.memory_info();
+      if (traced) {
+        lock.lock();
+        st.record(TraceAction::Oom, 0, bytes, stream_id, graph_pool, context, info.first);
+        lock.unlock();
+      }
       char head[160];
       std::snprintf(head, sizeof(head), "torch-vk: out of memory on vk:%d: tried to allocate %.2f MiB; ",
                     device_.index(), mib(static_cast<int64_t>(bytes)));
-      throw OutOfMemoryError(head + format_summary(snapshot, device_.memory_info()));
+      throw OutOfMemoryError(head + format_summary(snapshot, info));
     }
   }
 
@@ -491,6 +524,8 @@ uint64_t Allocator::allocate(uint64_t bytes, uint32_t stream_id) {
   b->allocated = true;
   b->requested = bytes;
   st.live[b->address] = b;
+  if (st.history.contexts) b->context = context;
+  st.record(TraceAction::Alloc, b->address, b->size, stream_id, b->graph_pool, std::move(context));
   st.for_pool(b->segment->pool, [&](int i) {
     st.stats.allocated_bytes[i].increase(static_cast<int64_t>(b->size));
     st.stats.active_bytes[i].increase(static_cast<int64_t>(b->size));
@@ -500,7 +535,7 @@ uint64_t Allocator::allocate(uint64_t bytes, uint32_t stream_id) {
   return b->address;
 }
 
-void Allocator::free(uint64_t address) {
+void Allocator::free(uint64_t address, AllocationContext context) {
   if (address == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
   State& st = *state_;
@@ -516,6 +551,8 @@ void Allocator::free(uint64_t address) {
     st.stats.allocation[i].decrease(1);
   });
   b->allocated = false;
+  st.record(TraceAction::FreeRequested, b->address, b->size, b->stream, b->graph_pool,
+            std::move(context));
   if (b->graph_pool == 0 && !st.capturing.empty()) {
     // A block from outside a graph pool freed while a stream that used it captures: the
     // captured commands may use it at every replay, so it is held until the graph goes.
@@ -642,6 +679,77 @@ void Allocator::reset_accumulated_stats() {
                           &s.inactive_split_bytes[i]})
       m->allocated = m->freed = 0;
   s.num_alloc_retries = s.num_ooms = s.num_device_alloc = s.num_device_free = 0;
+}
+
+void Allocator::set_history(const HistorySettings& settings, bool clear) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  State& st = *state_;
+  st.history = settings;
+  if (clear || !settings.trace) st.trace.clear();
+  while (settings.max_entries && st.trace.size() > settings.max_entries) st.trace.pop_front();
+  if (!settings.contexts) {
+    for (auto& [address, b] : st.live) b->context.reset();
+    for (auto& p : st.pending) p.block->context.reset();
+    for (auto& [address, seg] : st.segments) seg->context.reset();
+  }
+}
+
+HistorySettings Allocator::history() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_->history;
+}
+
+std::vector<SegmentInfo> Allocator::snapshot(std::vector<TraceEntry>* trace) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  State& st = *state_;
+  // A segment's blocks: its first block (the one at the segment's base address) and the
+  // `next` chain. Every block is live, free, pending or held, so it is found in one of them.
+  std::map<uint64_t, Block*> first_blocks;
+  auto note = [&](Block* b) {
+    while (b->prev) b = b->prev;
+    first_blocks.emplace(b->segment->raw.address, b);
+  };
+  for (auto& pool : st.pools)
+    for (Block* b : pool.free) note(b);
+  for (auto& [address, b] : st.live) note(b);
+  for (auto& p : st.pending) note(p.block);
+  for (auto& [id, gp] : st.graph_pools)
+    for (Block* b : gp.held) note(b);
+  std::vector<SegmentInfo> out;
+  out.reserve(st.segments.size());
+  for (auto& [address, seg] : st.segments) {
+    SegmentInfo info;
+    info.address = seg->raw.address;
+    info.total_size = seg->raw.size;
+    info.large = seg->pool == 2;
+    info.graph_pool = seg->graph_pool;
+    info.context = seg->context;
+    auto first = first_blocks.find(address);
+    if (first != first_blocks.end()) info.stream = first->second->stream;
+    for (Block* b = first == first_blocks.end() ? nullptr : first->second; b; b = b->next) {
+      BlockInfo bi;
+      bi.address = b->address;
+      bi.size = b->size;
+      if (b->allocated) {
+        bi.state = BlockInfo::State::Allocated;
+        bi.requested = b->requested;
+        info.allocated_size += b->size;
+        info.active_size += b->size;
+        info.requested_size += b->requested;
+      } else if (b->pending) {
+        bi.state = BlockInfo::State::PendingFree;
+        info.active_size += b->size;
+      }
+      bi.context = b->context;
+      info.blocks.push_back(std::move(bi));
+    }
+    out.push_back(std::move(info));
+  }
+  if (trace) {
+    st.record(TraceAction::Snapshot, 0, 0, 0, 0);
+    trace->assign(st.trace.begin(), st.trace.end());
+  }
+  return out;
 }
 
 std::string Allocator::summary() const {

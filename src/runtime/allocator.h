@@ -111,6 +111,63 @@ struct TexelView {
   int64_t count = 0;  // texels from `first` to the end of the view
 };
 
+// Allocator history (torch.vk.memory._record_memory_history / _snapshot). A context is
+// whatever the caller gathered when it asked (a stack trace, in practice): opaque here, only
+// kept with the block or trace entry it came with and handed back by snapshot(). Contexts may
+// be released under the allocator's lock, so their destructors must not block on locks that
+// a thread inside the allocator could hold (PyTorch's CapturedTraceback defers its Python
+// decrefs for this reason).
+using AllocationContext = std::shared_ptr<void>;
+
+enum class TraceAction : uint8_t {
+  Alloc,          // a block handed out
+  FreeRequested,  // a block freed by its owner
+  FreeCompleted,  // the block reusable (at once, or once the streams that used it passed)
+  SegmentAlloc,   // a segment reserved from the device
+  SegmentFree,    // a segment returned to the device
+  Oom,            // a request that raised OutOfMemoryError (size: the request)
+  Snapshot,       // snapshot() was taken
+};
+
+struct TraceEntry {
+  TraceAction action = TraceAction::Alloc;
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint32_t stream = 0;
+  uint64_t graph_pool = 0;
+  int64_t time_us = 0;       // microseconds since the Unix epoch
+  uint64_t device_free = 0;  // Oom only: free bytes of the device heap
+  AllocationContext context;
+};
+
+struct BlockInfo {
+  enum class State : uint8_t { Allocated, PendingFree, Inactive };
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint64_t requested = 0;  // 0 unless allocated
+  State state = State::Inactive;
+  AllocationContext context;  // of the allocation, while recorded and not freed
+};
+
+struct SegmentInfo {
+  uint64_t address = 0;
+  uint64_t total_size = 0;
+  uint32_t stream = 0;
+  bool large = false;
+  uint64_t graph_pool = 0;
+  uint64_t allocated_size = 0;  // bytes of allocated blocks
+  uint64_t active_size = 0;     // allocated + pending free
+  uint64_t requested_size = 0;
+  std::vector<BlockInfo> blocks;  // by address, covering the whole segment
+  AllocationContext context;      // of the request that reserved it, when recorded
+};
+
+struct HistorySettings {
+  bool contexts = false;   // keep each live block's allocation context
+  bool trace = false;      // record TraceEntries
+  size_t max_entries = 0;  // trace length kept (oldest dropped first); 0 = unbounded
+};
+
 class Allocator {
  public:
   explicit Allocator(Device& device);
@@ -120,9 +177,18 @@ class Allocator {
 
   // Returns the device address of a block of at least `bytes` bytes, used on `stream_id`.
   // bytes == 0 returns 0. Throws OutOfMemoryError.
-  uint64_t allocate(uint64_t bytes, uint32_t stream_id = 0);
+  // `context` is kept with the block (and its trace entries) while history is recorded.
+  uint64_t allocate(uint64_t bytes, uint32_t stream_id = 0, AllocationContext context = {});
   // Returns a block (its exact address from allocate()) to the cache.
-  void free(uint64_t address);
+  void free(uint64_t address, AllocationContext context = {});
+
+  // --- history (see TraceEntry) ---
+  // Settings apply to what happens from now on; `clear` drops the recorded trace.
+  void set_history(const HistorySettings& settings, bool clear);
+  HistorySettings history() const;
+  // Every segment with its blocks, and (when `trace` is not null) the recorded trace, oldest
+  // first, ending with the Snapshot entry this call records.
+  std::vector<SegmentInfo> snapshot(std::vector<TraceEntry>* trace);
   // Marks that `stream_id` uses the block containing `address` (c10 recordStream).
   void record_stream(uint64_t address, uint32_t stream_id);
 

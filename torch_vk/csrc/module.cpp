@@ -28,6 +28,7 @@ namespace tvk::aten {
 void register_generated_bindings(py::module_& m);
 void register_graph_bindings(py::module_& m);  // torch_vk/csrc/graph_bindings.cpp
 void register_replay_bindings(py::module_& m);  // torch_vk/csrc/replay_bindings.cpp
+void register_memory_bindings(py::module_& m);  // torch_vk/csrc/memory_bindings.cpp
 // torch_vk/csrc/distributed/bindings.cpp: _distributed_init (defines ProcessGroupVK lazily)
 void register_distributed_bindings(py::module_& m);
 
@@ -346,6 +347,7 @@ PYBIND11_MODULE(_C, m) {
   });
   register_graph_bindings(m);
   register_replay_bindings(m);
+  register_memory_bindings(m);
   m.def("_loader_version", []() -> std::string {
     try {
       return tvk::Runtime::get().loader_version_string();
