@@ -562,6 +562,30 @@ void Device::synchronize() {
   for (size_t i = 0; i < streams.size(); ++i) streams[i]->wait_for_point(points[i]);
 }
 
+void Device::collect_profile(std::vector<profiler::CommandRecord>& out) {
+  synchronize();
+  std::vector<Stream*> streams;
+  {
+    std::lock_guard<std::mutex> lock(streams_mutex_);
+    for (auto& s : streams_) streams.push_back(s.get());
+  }
+  // Device timestamps to the host clock: a timestamp written now on the default stream and
+  // waited for; the host time right after the wait stands for it (late by the wait's wake-up
+  // latency, so device times come out late, never before their launch, by that much at most).
+  int64_t offset_ns = 0;
+  if (caps_.timestamp_period_ns > 0 && !streams.empty()) {
+    try {
+      const uint32_t slot = streams[0]->write_timestamp();
+      streams[0]->synchronize();
+      const int64_t host = profiler::host_now_ns();
+      offset_ns = host - static_cast<int64_t>(streams[0]->read_timestamp_ns(slot));
+    } catch (const std::exception&) {
+      // The default stream captures a graph: no calibration (device times stay raw).
+    }
+  }
+  for (Stream* s : streams) s->take_profile(out, offset_ns);
+}
+
 std::pair<uint64_t, uint64_t> Device::memory_info() const {
   const uint32_t heap = memory_properties_.memoryTypes[device_memory_type_].heapIndex;
   const uint64_t total = memory_properties_.memoryHeaps[heap].size;

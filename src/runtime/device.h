@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/profiler.h"
 #include "runtime/vulkan_api.h"
 
 namespace tvk {
@@ -146,6 +147,9 @@ class Device {
 
   // Flushes and waits for every stream of this device.
   void synchronize();
+  // Profiling (runtime/profiler.h): waits for all work, then appends every stream's profiled
+  // commands to `out` on the host clock.
+  void collect_profile(std::vector<profiler::CommandRecord>& out);
 
   // Memory type indices chosen at creation.
   uint32_t device_memory_type() const { return device_memory_type_; }

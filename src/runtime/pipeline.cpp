@@ -411,7 +411,14 @@ VkPipeline PipelineCache::get(const ShaderBinary& shader, uint32_t workgroup_siz
   }
   Runtime::get().counters().pipelines_created.fetch_add(1, std::memory_order_relaxed);
   pipelines_.emplace(std::make_tuple(code, workgroup_size, spec), pipeline);
+  names_.emplace(pipeline, shader.name ? shader.name : "kernel");
   return pipeline;
+}
+
+std::string PipelineCache::name_of(VkPipeline pipeline) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = names_.find(pipeline);
+  return it == names_.end() ? std::string("kernel") : it->second;
 }
 
 VkPipeline PipelineCache::get(std::string_view shader_name, uint32_t workgroup_size,

@@ -92,6 +92,8 @@ class PipelineCache {
   // Convenience: by name; throws std::runtime_error naming the shader when absent.
   VkPipeline get(std::string_view shader_name, uint32_t workgroup_size,
                  const std::vector<uint32_t>& spec = {});
+  // The shader name of a pipeline get() returned ("kernel" for others). Thread-safe.
+  std::string name_of(VkPipeline pipeline);
   // Writes the driver cache file now.
   void save();
   std::string cache_path() const { return cache_path_; }
@@ -109,6 +111,7 @@ class PipelineCache {
   // std::less<>: lookups compare against a tuple of references (no key copy per get()).
   std::map<std::tuple<const void*, uint32_t, std::vector<uint32_t>>, VkPipeline, std::less<>>
       pipelines_;
+  std::map<VkPipeline, std::string> names_;  // for the profiler (runtime/profiler.h)
 };
 
 }  // namespace tvk

@@ -42,7 +42,10 @@ constexpr uint64_t kStagingChunk = 8 * kMiB;  // upload staging ring chunk
 constexpr uint64_t kLargeStagingPiece = 256 * kMiB;
 constexpr uint64_t kSmallStaging = 4 * kMiB;  // larger uploads use a pinned block of their own
 constexpr uint64_t kParamAlign = 16;
-constexpr uint32_t kQuerySlots = 1024;
+// Timing events (Event::record with timing): slots are reused in a ring, so an event is read
+// correctly until 65536 later timing events were recorded on its stream (512 KiB of queries).
+constexpr uint32_t kQuerySlots = 65536;
+constexpr uint32_t kProfileQueries = 4096;  // timestamp queries per profiling pool (2 per command)
 
 uint64_t round_up(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
 
@@ -177,6 +180,19 @@ struct Stream::Impl {
   Ring staging{kStagingChunk};
   VkQueryPool query_pool = VK_NULL_HANDLE;
   uint32_t next_query = 0;
+  // Profiling (runtime/profiler.h): pools of kProfileQueries timestamps, used in order and
+  // reused from the first once take_profile() read them all; the open records.
+  uint32_t stream_id = 0;
+  struct Profiled {
+    VkQueryPool pool;
+    uint32_t slot;  // start timestamp; the end one is slot + 1 (none for host waits)
+    VkPipeline pipeline;
+    profiler::CommandRecord record;
+  };
+  std::vector<VkQueryPool> profile_pools;
+  size_t profile_pool = 0;    // index of the pool in use
+  uint32_t profile_slot = 0;  // next free query of it
+  std::vector<Profiled> profiled;
   // The device error record (host-visible, mapped), created on first use; see stream.h.
   std::mutex error_mutex;
   RawBuffer error_buffer;
@@ -260,6 +276,44 @@ struct Stream::Impl {
                              1, &b, 0, nullptr, 0, nullptr);
   }
 
+  // After pre_command(), around the command: brackets it with timestamps while the profiler is
+  // active (and the stream does not capture). Returns the record's index, or -1.
+  int profile_begin(profiler::CommandKind kind, VkPipeline pipeline, uint64_t bytes) {
+    if (!profiler::active() || capture.load(std::memory_order_relaxed) ||
+        device.caps().timestamp_period_ns <= 0)
+      return -1;
+    if (profile_pool < profile_pools.size() && profile_slot + 2 > kProfileQueries) {
+      ++profile_pool;
+      profile_slot = 0;
+    }
+    if (profile_pool == profile_pools.size()) {
+      VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+      qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+      qi.queryCount = kProfileQueries;
+      VkQueryPool qp = VK_NULL_HANDLE;
+      TVK_VK_CHECK_DEV(vk::vkCreateQueryPool(device.handle(), &qi, nullptr, &qp), device.index());
+      profile_pools.push_back(qp);
+      profile_slot = 0;
+    }
+    Profiled p{profile_pools[profile_pool], profile_slot, pipeline, {}};
+    profile_slot += 2;
+    vk::vkCmdResetQueryPool(cb, p.pool, p.slot, 2);
+    vk::vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, p.pool, p.slot);
+    p.record.kind = kind;
+    p.record.device = device.index();
+    p.record.stream = stream_id;
+    p.record.correlation = profiler::current_correlation();
+    p.record.launch_ns = profiler::host_now_ns();
+    p.record.bytes = bytes;
+    profiled.push_back(std::move(p));
+    return static_cast<int>(profiled.size() - 1);
+  }
+  void profile_end(int index) {
+    if (index < 0) return;
+    const Profiled& p = profiled[static_cast<size_t>(index)];
+    vk::vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, p.pool, p.slot + 1);
+  }
+
   // Before every memory-accessing command.
   void pre_command() {
     begin();
@@ -335,8 +389,10 @@ struct Stream::Impl {
   void copy_buffers(VkBuffer src, uint64_t src_offset, VkBuffer dst, uint64_t dst_offset,
                     uint64_t bytes) {
     pre_command();
+    const int profiled_index = profile_begin(profiler::CommandKind::Copy, VK_NULL_HANDLE, bytes);
     VkBufferCopy region{src_offset, dst_offset, bytes};
     vk::vkCmdCopyBuffer(cb, src, dst, 1, &region);
+    profile_end(profiled_index);
     counters.transfers.fetch_add(1, std::memory_order_relaxed);
     post_command();
     if (CapturedGraph* g = capture.load(std::memory_order_relaxed)) {
@@ -425,6 +481,7 @@ Stream::Stream(Device& device, uint32_t id, int priority)
   si.pNext = &type;
   TVK_VK_CHECK_DEV(vk::vkCreateSemaphore(dev, &si, nullptr, &timeline_), device.index());
   impl_ = std::make_unique<Impl>(device, timeline_);
+  impl_->stream_id = id;
   impl_->layout = device.pipelines().layout();
   impl_->batch_limit = submit_batch_from_env();
   impl_->max_groups = device.caps().max_workgroup_count;
@@ -452,6 +509,7 @@ Stream::~Stream() {
   impl_->staging.destroy(device_);
   if (impl_->error_buffer.buffer) destroy_raw_buffer(device_, impl_->error_buffer);
   if (impl_->query_pool) vk::vkDestroyQueryPool(dev, impl_->query_pool, nullptr);
+  for (VkQueryPool qp : impl_->profile_pools) vk::vkDestroyQueryPool(dev, qp, nullptr);
   if (impl_->pool) vk::vkDestroyCommandPool(dev, impl_->pool, nullptr);  // frees its buffers
   if (timeline_) vk::vkDestroySemaphore(dev, timeline_, nullptr);
 }
@@ -488,7 +546,9 @@ void Stream::dispatch(VkPipeline pipeline, uint32_t groups_x, uint32_t groups_y,
   if (size4 > 0)
     vk::vkCmdPushConstants(s.cb, s.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, size4, push);
   if (view_count > 0) push_texel_views(s.cb, s.layout, views, view_count);
+  const int profiled_index = s.profile_begin(profiler::CommandKind::Kernel, pipeline, 0);
   vk::vkCmdDispatch(s.cb, groups_x, groups_y, groups_z);
+  s.profile_end(profiled_index);
   s.counters.dispatches.fetch_add(1, std::memory_order_relaxed);
   s.post_command();
   if (CapturedGraph* g = s.capture.load(std::memory_order_relaxed)) {
@@ -554,7 +614,9 @@ void Stream::fill(uint64_t dst_address, uint64_t bytes, uint32_t pattern) {
   Impl& s = *impl_;
   std::lock_guard<std::mutex> lock(s.mutex);
   s.pre_command();
+  const int profiled_index = s.profile_begin(profiler::CommandKind::Fill, VK_NULL_HANDLE, bytes);
   vk::vkCmdFillBuffer(s.cb, dst.buffer, dst.offset, bytes, pattern);
+  s.profile_end(profiled_index);
   s.counters.transfers.fetch_add(1, std::memory_order_relaxed);
   s.post_command();
   if (CapturedGraph* g = s.capture.load(std::memory_order_relaxed)) {
@@ -725,7 +787,21 @@ void Stream::wait_for_point(uint64_t value) {
   wi.semaphoreCount = 1;
   wi.pSemaphores = &timeline_;
   wi.pValues = &value;
+  const bool profiled = profiler::active();
+  const int64_t wait_start = profiled ? profiler::host_now_ns() : 0;
   TVK_VK_CHECK_DEV(vk::vkWaitSemaphores(device_.handle(), &wi, UINT64_MAX), device_.index());
+  if (profiled) {
+    Impl::Profiled p{VK_NULL_HANDLE, 0, VK_NULL_HANDLE, {}};
+    p.record.kind = profiler::CommandKind::HostWait;
+    p.record.name = "vkWaitSemaphores";
+    p.record.device = device_.index();
+    p.record.stream = id_;
+    p.record.correlation = profiler::current_correlation();
+    p.record.launch_ns = p.record.start_ns = wait_start;
+    p.record.end_ns = profiler::host_now_ns();
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->profiled.push_back(std::move(p));
+  }
   check_device_errors();
 }
 
@@ -856,6 +932,40 @@ uint32_t Stream::write_timestamp() {
   vk::vkCmdWriteTimestamp(s.cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, s.query_pool, slot);
   s.dirty = true;
   return slot;
+}
+
+void Stream::take_profile(std::vector<profiler::CommandRecord>& out, int64_t offset_ns) {
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const double period = device_.caps().timestamp_period_ns;
+  bool all_read = true;
+  for (Impl::Profiled& p : s.profiled) {
+    if (p.pool) {
+      uint64_t ticks[2] = {0, 0};
+      // No WAIT bit: a command whose results are not there (recorded after the caller's
+      // synchronize) is dropped rather than waited for under the stream's lock.
+      VkResult r = vk::vkGetQueryPoolResults(device_.handle(), p.pool, p.slot, 2, sizeof(ticks),
+                                             ticks, sizeof(uint64_t), VK_QUERY_RESULT_64_BIT);
+      if (r != VK_SUCCESS) {
+        all_read = false;
+        continue;
+      }
+      p.record.start_ns = static_cast<int64_t>(static_cast<double>(ticks[0]) * period) + offset_ns;
+      p.record.end_ns = static_cast<int64_t>(static_cast<double>(ticks[1]) * period) + offset_ns;
+      if (p.record.kind == profiler::CommandKind::Kernel)
+        p.record.name = device_.pipelines().name_of(p.pipeline);
+      else if (p.record.kind == profiler::CommandKind::Copy)
+        p.record.name = "vkCmdCopyBuffer";
+      else
+        p.record.name = "vkCmdFillBuffer";
+    }
+    out.push_back(std::move(p.record));
+  }
+  s.profiled.clear();
+  if (all_read) {
+    s.profile_pool = 0;
+    s.profile_slot = 0;
+  }
 }
 
 double Stream::read_timestamp_ns(uint32_t slot) {

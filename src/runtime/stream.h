@@ -19,6 +19,7 @@
 #include <mutex>
 #include <vector>
 
+#include "runtime/profiler.h"
 #include "runtime/vulkan_api.h"
 
 namespace tvk {
@@ -102,6 +103,11 @@ class Stream {
   void check_device_errors();
 
   VkSemaphore timeline() const { return timeline_; }
+
+  // Profiling (runtime/profiler.h): appends the records of the commands profiled so far to
+  // `out` and forgets them; `offset_ns` maps device timestamps (in ns) to the host clock. The
+  // commands must have completed (Device::collect_profile synchronizes first).
+  void take_profile(std::vector<profiler::CommandRecord>& out, int64_t offset_ns);
 
   // --- graph capture (semantics in runtime/graph.h) ---
   // Starts capturing into `graph` (which must be new): until end_capture(), every command
