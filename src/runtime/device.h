@@ -114,7 +114,7 @@ struct RuntimeCounters {
   std::atomic<uint64_t> dispatches{0};   // compute dispatches recorded
   std::atomic<uint64_t> transfers{0};    // copy / fill commands recorded
   std::atomic<uint64_t> submits{0};      // vkQueueSubmit calls
-  std::atomic<uint64_t> host_waits{0};   // times the host blocked on device work
+  std::atomic<uint64_t> host_waits{0};   // host waits asked for past the point already waited for
   std::atomic<uint64_t> pipelines_created{0};
 };
 
