@@ -59,8 +59,8 @@ std::shared_ptr<const MemoryHistoryConfig> history_config() {
 // allocator's lock is taken.
 tvk::AllocationContext gather_context(bool for_free) {
   auto config = history_config();
+  // A config is published only while history records something (set_memory_history).
   if (!config || !config->recorder || (for_free && !config->free_contexts)) return {};
-  if (!config->settings.contexts && !config->settings.trace) return {};
   return config->recorder();
 }
 

@@ -702,12 +702,11 @@ HistorySettings Allocator::history() const {
 std::vector<SegmentInfo> Allocator::snapshot(std::vector<TraceEntry>* trace) {
   std::lock_guard<std::mutex> lock(mutex_);
   State& st = *state_;
-  // A segment's blocks: its first block (the one at the segment's base address) and the
-  // `next` chain. Every block is live, free, pending or held, so it is found in one of them.
+  // A segment's blocks: its first block (no `prev`) and the `next` chain. Every block is
+  // live, free, pending or held, so each segment's first block is found in one of them.
   std::map<uint64_t, Block*> first_blocks;
   auto note = [&](Block* b) {
-    while (b->prev) b = b->prev;
-    first_blocks.emplace(b->segment->raw.address, b);
+    if (!b->prev) first_blocks.emplace(b->segment->raw.address, b);
   };
   for (auto& pool : st.pools)
     for (Block* b : pool.free) note(b);

@@ -565,10 +565,7 @@ void Device::synchronize() {
 void Device::collect_profile(std::vector<profiler::CommandRecord>& out) {
   synchronize();
   std::vector<Stream*> streams;
-  {
-    std::lock_guard<std::mutex> lock(streams_mutex_);
-    for (auto& s : streams_) streams.push_back(s.get());
-  }
+  for (uint32_t id = 0; id < stream_count(); ++id) streams.push_back(&stream(id));
   // Device timestamps to the host clock: a timestamp written now on the default stream and
   // waited for; the host time right after the wait stands for it (late by the wait's wake-up
   // latency, so device times come out late, never before their launch, by that much at most).

@@ -277,6 +277,17 @@ struct Stream::Impl {
                              1, &b, 0, nullptr, 0, nullptr);
   }
 
+  // A record of this stream, launched now by the calling thread's current op.
+  profiler::CommandRecord new_record(profiler::CommandKind kind) const {
+    profiler::CommandRecord r;
+    r.kind = kind;
+    r.device = device.index();
+    r.stream = stream_id;
+    r.correlation = profiler::current_correlation();
+    r.launch_ns = profiler::host_now_ns();
+    return r;
+  }
+
   // After pre_command(), around the command: brackets it with timestamps while the profiler is
   // active (and the stream does not capture). Returns the record's index, or -1.
   int profile_begin(profiler::CommandKind kind, VkPipeline pipeline, uint64_t bytes) {
@@ -296,15 +307,10 @@ struct Stream::Impl {
       profile_pools.push_back(qp);
       profile_slot = 0;
     }
-    Profiled p{profile_pools[profile_pool], profile_slot, pipeline, {}};
+    Profiled p{profile_pools[profile_pool], profile_slot, pipeline, new_record(kind)};
     profile_slot += 2;
     vk::vkCmdResetQueryPool(cb, p.pool, p.slot, 2);
     vk::vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, p.pool, p.slot);
-    p.record.kind = kind;
-    p.record.device = device.index();
-    p.record.stream = stream_id;
-    p.record.correlation = profiler::current_correlation();
-    p.record.launch_ns = profiler::host_now_ns();
     p.record.bytes = bytes;
     profiled.push_back(std::move(p));
     return static_cast<int>(profiled.size() - 1);
@@ -797,16 +803,13 @@ void Stream::wait_for_point(uint64_t value) {
   wi.pSemaphores = &timeline_;
   wi.pValues = &value;
   const bool profiled = profiler::active();
-  const int64_t wait_start = profiled ? profiler::host_now_ns() : 0;
+  profiler::CommandRecord wait;
+  if (profiled) wait = impl_->new_record(profiler::CommandKind::HostWait);
   TVK_VK_CHECK_DEV(vk::vkWaitSemaphores(device_.handle(), &wi, UINT64_MAX), device_.index());
   if (profiled) {
-    Impl::Profiled p{VK_NULL_HANDLE, 0, VK_NULL_HANDLE, {}};
-    p.record.kind = profiler::CommandKind::HostWait;
+    Impl::Profiled p{VK_NULL_HANDLE, 0, VK_NULL_HANDLE, std::move(wait)};
     p.record.name = "vkWaitSemaphores";
-    p.record.device = device_.index();
-    p.record.stream = id_;
-    p.record.correlation = profiler::current_correlation();
-    p.record.launch_ns = p.record.start_ns = wait_start;
+    p.record.start_ns = p.record.launch_ns;
     p.record.end_ns = profiler::host_now_ns();
     std::lock_guard<std::mutex> lock(impl_->mutex);
     impl_->profiled.push_back(std::move(p));

@@ -165,23 +165,11 @@ py::dict snapshot_dict() {
 }
 
 // torch.cuda.memory._record_memory_history's arguments: enabled None / "state" / "all",
-// context None / "state" / "alloc" / "all", stacks "python" / "all".
+// context None / "state" / "alloc" / "all", stacks "python" / "all" (validated by
+// torch_vk/memory.py, the public entry point).
 void record_memory_history(const std::optional<std::string>& enabled,
                            const std::optional<std::string>& context, const std::string& stacks,
                            size_t max_entries, bool clear_history) {
-  auto check = [](const std::optional<std::string>& v, std::initializer_list<const char*> ok,
-                  const char* what) {
-    if (!v) return;
-    for (const char* o : ok)
-      if (*v == o) return;
-    throw py::value_error(std::string("torch.vk.memory._record_memory_history: invalid ") + what +
-                          " '" + *v + "'");
-  };
-  check(enabled, {"state", "all"}, "enabled");
-  check(context, {"state", "alloc", "all"}, "context");
-  if (stacks != "python" && stacks != "all")
-    throw py::value_error("torch.vk.memory._record_memory_history: invalid stacks '" + stacks +
-                          "' (expected 'python' or 'all')");
   MemoryHistoryConfig config;
   config.settings.contexts = enabled.has_value() && context.has_value();
   config.settings.trace = enabled.has_value() && *enabled == "all";
