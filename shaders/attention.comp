@@ -125,50 +125,9 @@ void main() {
 #elif ROWS
 #define C4 (DMAX / 4)  // head-dim elements in vec4 groups
 
-layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer RefVec4 { vec4 v; };
-layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer RefUVec2 { uvec2 v; };
-layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer RefVec4Out { vec4 v; };
-layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer RefUVec2Out { uvec2 v; };
+#include "vec4_io.glsl"
+
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer RowState { vec4 v[]; };
-
-// Stores elements 4c .. 4c+3 of the row starting at element `row` (the launcher checked the
-// alignment as for load_row4).
-void store_row4(uint64_t base, int dt, int row, int c, vec4 x) {
-  const int d = 4 * c;
-  if (dt == DT_FLOAT32) {
-    RefVec4Out(tvk_elem_addr(base, row + d, 2)).v = x;
-  } else if (dt == DT_FLOAT16) {
-    RefUVec2Out(tvk_elem_addr(base, row + d, 1)).v =
-        uvec2(tvk_float_to_half(x.x) | (tvk_float_to_half(x.y) << 16),
-              tvk_float_to_half(x.z) | (tvk_float_to_half(x.w) << 16));
-  } else {
-    RefUVec2Out(tvk_elem_addr(base, row + d, 1)).v =
-        uvec2(tvk_float_to_bf16(x.x) | (tvk_float_to_bf16(x.y) << 16),
-              tvk_float_to_bf16(x.z) | (tvk_float_to_bf16(x.w) << 16));
-  }
-}
-
-// Elements 4c .. 4c+3 of the row starting at element `row` of `base`, 0 from element n on.
-// `vec`: the launcher checked that the row start is 4-element aligned (address and strides)
-// and n % 4 == 0, so one 16-byte (float32) or 8-byte (float16 / bfloat16) load does.
-vec4 load_row4(uint64_t base, int dt, int row, int c, int n, bool vec) {
-  const int d = 4 * c;
-  if (vec) {
-    if (dt == DT_FLOAT32) return RefVec4(tvk_elem_addr(base, row + d, 2)).v;
-    const uvec2 w = RefUVec2(tvk_elem_addr(base, row + d, 1)).v;
-    if (dt == DT_FLOAT16)
-      return vec4(tvk_half_to_float(w.x & 0xffffu), tvk_half_to_float(w.x >> 16),
-                  tvk_half_to_float(w.y & 0xffffu), tvk_half_to_float(w.y >> 16));
-    return vec4(tvk_bf16_to_float(w.x & 0xffffu), tvk_bf16_to_float(w.x >> 16),
-                tvk_bf16_to_float(w.y & 0xffffu), tvk_bf16_to_float(w.y >> 16));
-  }
-  vec4 r = vec4(0.0);
-  if (d < n) r.x = load_f32(base, dt, row + d);
-  if (d + 1 < n) r.y = load_f32(base, dt, row + d + 1);
-  if (d + 2 < n) r.z = load_f32(base, dt, row + d + 2);
-  if (d + 3 < n) r.w = load_f32(base, dt, row + d + 3);
-  return r;
-}
 
 void main() {
   Params P = Params(pc.params);

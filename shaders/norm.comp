@@ -34,8 +34,19 @@
 // Any address but x, dy and (OP 1/2) the statistics may be 0: not read / not written.
 // Specialization constants: 0 = local_size_x (a power of two), 1..6 = dtypes of x, out
 // (y / dx), dy, params (w, b, dweight, dbias), stats (a4, a5), running stats (a6, a7)
-// (-1: read from push constants), 7 = mode (0: one workgroup per segment, invocations stride
-// over it; 1: one invocation per segment, coalesced across invocations when inner is small).
+// (-1: read from push constants), 7 = mode, 8 = vec (register modes: 1 when the launcher
+// checked that the row length is a multiple of 4, every operand read or written row-wise
+// (x, y / dx, dy, w, b) is float32 / float16 / bfloat16 and 4-element aligned).
+// Modes:
+//   0  one workgroup per segment, invocations stride over it;
+//   1  one invocation per segment, coalesced across invocations when inner is small;
+//   2  (float32 math; layer / RMS norm forward and input gradient: LAYOUT_ROW, outer == 1,
+//      no running statistics) one workgroup per row, the row held in registers (chunks of
+//      four elements c = lane + k * lanes, k < R4, so reads are coalesced): x (and dy) are
+//      read once, the statistics reduced from registers, y (dx) written once. Rows longer
+//      than 4 * R4 lanes fall back to mode 0's loops;
+//   3  (subgroup variants, same ops) one subgroup per row, registers as in mode 2 and
+//      subgroup reductions only (no shared memory, no barriers).
 // Grid: 1-D, any number of workgroups (loops cover the rest).
 #extension GL_GOOGLE_include_directive : require
 
@@ -82,6 +93,11 @@ layout(constant_id = 4) const int SPEC_PARAM_DT = -1;
 layout(constant_id = 5) const int SPEC_STAT_DT = -1;
 layout(constant_id = 6) const int SPEC_RUN_DT = -1;
 layout(constant_id = 7) const int SPEC_MODE = 0;
+layout(constant_id = 8) const int SPEC_VEC = 0;
+
+const int MODE_STREAM = 0, MODE_THREAD = 1, MODE_REGISTERS = 2, MODE_SUBGROUP_ROW = 3;
+// Reduction scopes: who shares one segment.
+const int SCOPE_THREAD = 0, SCOPE_SUBGROUP = 1, SCOPE_WORKGROUP = 2;
 
 layout(push_constant) uniform Push {
   uint64_t a[8];      //   0: address slots (see the table above)
@@ -147,12 +163,14 @@ void load_stats(int s, out T mean, out T rstd) {
   rstd = has(FLAG_RUNNING) ? T(1) / sqrt(v + g_eps) : v;
 }
 
-// ---- workgroup sums: every invocation receives the totals ----
-void workgroup_sum2(inout T a, inout T b) {
+// ---- sums over the scope: every invocation receives the totals ----
+void group_sum2(inout T a, inout T b, int scope) {
+  if (scope == SCOPE_THREAD) return;
   uint lid = gl_LocalInvocationID.x;
 #if TVK_SUBGROUPS
   a = subgroupAdd(a);
   b = subgroupAdd(b);
+  if (scope == SCOPE_SUBGROUP) return;
   if (subgroupElect()) {
     sa[gl_SubgroupID] = a;
     sb[gl_SubgroupID] = b;
@@ -181,13 +199,8 @@ void workgroup_sum2(inout T a, inout T b) {
   barrier();  // the shared arrays are reused by the next reduction
 }
 
-// Reduces over the invocations of the segment when `whole_group`.
-void combine(inout T a, inout T b, bool whole_group) {
-  if (whole_group) workgroup_sum2(a, b);
-}
-
 #if OP == 0
-void forward_segment(uint c, uint first, uint step, bool whole_group) {
+void forward_segment(uint c, uint first, uint step, int scope) {
   uint n = uint(pc.outer) * uint(pc.inner);
   T mean, rstd;
   if (has(FLAG_RUNNING)) {
@@ -201,7 +214,7 @@ void forward_segment(uint c, uint first, uint step, bool whole_group) {
       // moments give), and the sum carries less cancellation error in general.
       T x0 = n > 0u ? LOAD_T(pc.a[0], g_x_dt, elem(c, 0u)) : T(0);
       for (uint r = first; r < n; r += step) s += LOAD_T(pc.a[0], g_x_dt, elem(c, r)) - x0;
-      combine(s, unused, whole_group);
+      group_sum2(s, unused, scope);
       mean = n > 0u ? x0 + s / T(n) : T(0);
     }
     T m2 = T(0);
@@ -209,7 +222,7 @@ void forward_segment(uint c, uint first, uint step, bool whole_group) {
       T d = LOAD_T(pc.a[0], g_x_dt, elem(c, r)) - mean;
       m2 += d * d;
     }
-    combine(m2, unused, whole_group);
+    group_sum2(m2, unused, scope);
     T var = n > 0u ? m2 / T(n) : T_NAN;
     rstd = T(1) / sqrt(var + g_eps);
     if (first == 0u) {
@@ -234,7 +247,7 @@ void forward_segment(uint c, uint first, uint step, bool whole_group) {
   }
 }
 #elif OP == 1
-void backward_segment(uint c, uint first, uint step, bool whole_group) {
+void backward_segment(uint c, uint first, uint step, int scope) {
   uint n = uint(pc.outer) * uint(pc.inner);
   T mean, rstd;
   load_stats(int(c), mean, rstd);
@@ -250,7 +263,7 @@ void backward_segment(uint c, uint first, uint step, bool whole_group) {
       s1 += g;
       s2 += g * xh;
     }
-    combine(s1, s2, whole_group);
+    group_sum2(s1, s2, scope);
   }
   T wc = T(1);
   if (per_channel) {
@@ -287,7 +300,7 @@ int stat_index(uint o, uint p) {
   return int(o * uint(pc.groups) + p / group_channels);
 }
 
-void param_grad(uint p, uint first, uint step, bool whole_group) {
+void param_grad(uint p, uint first, uint step, int scope) {
   uint n = uint(pc.outer) * uint(pc.inner);
   uint inner = uint(pc.inner);
   T dw = T(0), db = T(0);
@@ -300,7 +313,7 @@ void param_grad(uint p, uint first, uint step, bool whole_group) {
     dw += dy * (LOAD_T(pc.a[0], g_x_dt, e) - mean) * rstd;
     db += dy;
   }
-  combine(dw, db, whole_group);
+  group_sum2(dw, db, scope);
   if (first == 0u) {
     if (pc.a[6] != 0UL) STORE_T(pc.a[6], g_param_dt, int(p), dw);
     if (pc.a[7] != 0UL) STORE_T(pc.a[7], g_param_dt, int(p), db);
@@ -308,15 +321,121 @@ void param_grad(uint p, uint first, uint step, bool whole_group) {
 }
 #endif
 
-void process(uint c, uint first, uint step, bool whole_group) {
+void process(uint c, uint first, uint step, int scope) {
 #if OP == 0
-  forward_segment(c, first, step, whole_group);
+  forward_segment(c, first, step, scope);
 #elif OP == 1
-  backward_segment(c, first, step, whole_group);
+  backward_segment(c, first, step, scope);
 #else
-  param_grad(c, first, step, whole_group);
+  param_grad(c, first, step, scope);
 #endif
 }
+
+
+#if KIND == KIND_FLOAT32 && OP < 2
+// ---- register modes (LAYOUT_ROW, outer == 1): row c is elements c * inner .. + inner ----
+#include "vec4_io.glsl"
+#define R4 4  // four-element chunks per invocation: rows of up to 16 * lanes elements
+
+// w (slot 2) and b (slot 3) for chunk `ch` of the row, or their defaults when absent.
+vec4 load_param4(int slot, int ch, int n, bool vec, float dflt) {
+  return pc.a[slot] != 0UL ? load_row4(pc.a[slot], g_param_dt, 0, ch, n, vec) : vec4(dflt);
+}
+
+#if OP == 0
+void forward_row_registers(uint c, uint lane, uint lanes, int scope, bool vec) {
+  const int n = pc.inner;
+  const int base = int(c) * n;
+  vec4 xs[R4];
+  for (int k = 0; k < R4; ++k) {
+    const int ch = int(lane + uint(k) * lanes);
+    xs[k] = 4 * ch < n ? load_row4(pc.a[0], g_x_dt, base, ch, n, vec) : vec4(0.0);
+  }
+  float mean = 0.0, unused = 0.0;
+  if (has(FLAG_CENTER)) {
+    // Shifted by the row's first element, as forward_segment (exact for constant rows).
+    const float x0 = n > 0 ? LOAD_T(pc.a[0], g_x_dt, base) : 0.0;
+    float s = 0.0;
+    for (int k = 0; k < R4; ++k) {
+      const int ch = int(lane + uint(k) * lanes);
+      for (int j = 0; j < 4; ++j)
+        if (4 * ch + j < n) s += xs[k][j] - x0;
+    }
+    group_sum2(s, unused, scope);
+    mean = n > 0 ? x0 + s / float(n) : 0.0;
+  }
+  float m2 = 0.0;
+  for (int k = 0; k < R4; ++k) {
+    const int ch = int(lane + uint(k) * lanes);
+    for (int j = 0; j < 4; ++j) {
+      const float d = xs[k][j] - mean;
+      if (4 * ch + j < n) m2 += d * d;
+    }
+  }
+  group_sum2(m2, unused, scope);
+  const float rstd = 1.0 / sqrt((n > 0 ? m2 / float(n) : T_NAN) + g_eps);
+  if (lane == 0u) {
+    if (pc.a[4] != 0UL) STORE_T(pc.a[4], g_stat_dt, int(c), mean);
+    if (pc.a[5] != 0UL) STORE_T(pc.a[5], g_stat_dt, int(c), rstd);
+  }
+  if (pc.a[1] == 0UL) return;
+  for (int k = 0; k < R4; ++k) {
+    const int ch = int(lane + uint(k) * lanes);
+    if (4 * ch >= n) break;
+    const vec4 y = (xs[k] - mean) * rstd * load_param4(2, ch, n, vec, 1.0) +
+                   load_param4(3, ch, n, vec, 0.0);
+    store_row4_masked(pc.a[1], g_out_dt, base, ch, n, vec, y);
+  }
+}
+#else
+void backward_row_registers(uint c, uint lane, uint lanes, int scope, bool vec) {
+  const int n = pc.inner;
+  const int base = int(c) * n;
+  float mean, rstd;
+  load_stats(int(c), mean, rstd);
+  vec4 gs[R4], xh[R4];
+  float s1 = 0.0, s2 = 0.0;  // sum g, sum g * xh with g = dy * w
+  for (int k = 0; k < R4; ++k) {
+    const int ch = int(lane + uint(k) * lanes);
+    if (4 * ch < n) {
+      // Elements past n load as dy = 0: they add nothing to the sums.
+      gs[k] = load_row4(pc.a[3], g_dy_dt, base, ch, n, vec) * load_param4(2, ch, n, vec, 1.0);
+      xh[k] = (load_row4(pc.a[0], g_x_dt, base, ch, n, vec) - mean) * rstd;
+    } else {
+      gs[k] = vec4(0.0);
+      xh[k] = vec4(0.0);
+    }
+    s1 += (gs[k].x + gs[k].y) + (gs[k].z + gs[k].w);
+    s2 += dot(gs[k], xh[k]);
+  }
+  if (has(FLAG_TRAIN)) group_sum2(s1, s2, scope);
+  if (pc.a[1] == 0UL) return;
+  const float inv_n = n > 0 ? 1.0 / float(n) : 0.0;
+  const float mean_g = has(FLAG_CENTER) ? s1 * inv_n : 0.0;
+  const float mean_gxh = s2 * inv_n;
+  for (int k = 0; k < R4; ++k) {
+    const int ch = int(lane + uint(k) * lanes);
+    if (4 * ch >= n) break;
+    const vec4 dx = has(FLAG_TRAIN) ? rstd * (gs[k] - mean_g - xh[k] * mean_gxh) : gs[k] * rstd;
+    store_row4_masked(pc.a[1], g_out_dt, base, ch, n, vec, dx);
+  }
+}
+#endif
+
+// Row c shared by `lanes` invocations of the scope: in registers when it fits, else the
+// streaming loops (with the scope's reductions).
+void process_row_registers(uint c, uint lane, uint lanes, int scope) {
+  if (uint(pc.inner) > 4u * uint(R4) * lanes) {
+    process(c, lane, lanes, scope);
+    return;
+  }
+#if OP == 0
+  forward_row_registers(c, lane, lanes, scope, SPEC_VEC != 0);
+#else
+  backward_row_registers(c, lane, lanes, scope, SPEC_VEC != 0);
+#endif
+}
+#endif
 
 void main() {
   g_x_dt = SPEC_X_DT >= 0 ? SPEC_X_DT : pc.x_dt;
@@ -330,12 +449,29 @@ void main() {
   g_eps = scalar_of(pc.eps);
   g_momentum = scalar_of(pc.momentum);
   uint segments = uint(pc.channels);
-  if (SPEC_MODE == 1) {
+  if (SPEC_MODE == MODE_THREAD) {
     uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-    for (uint c = gl_GlobalInvocationID.x; c < segments; c += step) process(c, 0u, 1u, false);
+    for (uint c = gl_GlobalInvocationID.x; c < segments; c += step) process(c, 0u, 1u, SCOPE_THREAD);
     return;
   }
+#if KIND == KIND_FLOAT32 && OP < 2
+  if (SPEC_MODE == MODE_REGISTERS) {
+    for (uint c = gl_WorkGroupID.x; c < segments; c += gl_NumWorkGroups.x)
+      process_row_registers(c, gl_LocalInvocationID.x, gl_WorkGroupSize.x, SCOPE_WORKGROUP);
+    return;
+  }
+#if TVK_SUBGROUPS
+  if (SPEC_MODE == MODE_SUBGROUP_ROW) {
+    // Lane numbers from the active invocations: correct for partial subgroups too.
+    const uint lane = subgroupExclusiveAdd(1u), lanes = subgroupAdd(1u);
+    for (uint c = gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID; c < segments;
+         c += gl_NumWorkGroups.x * gl_NumSubgroups)
+      process_row_registers(c, lane, lanes, SCOPE_SUBGROUP);
+    return;
+  }
+#endif
+#endif
   // Uniform loop bound per workgroup: every invocation reaches the same barriers.
   for (uint c = gl_WorkGroupID.x; c < segments; c += gl_NumWorkGroups.x)
-    process(c, gl_LocalInvocationID.x, gl_WorkGroupSize.x, true);
+    process(c, gl_LocalInvocationID.x, gl_WorkGroupSize.x, SCOPE_WORKGROUP);
 }

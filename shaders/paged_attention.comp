@@ -191,29 +191,7 @@ float cap(Params P, float x) {
   return P.softcap > 0.0 ? P.softcap * tvk_tanh(x / P.softcap) : x;
 }
 
-layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer RefVec4 { vec4 v; };
-layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer RefUVec2 { uvec2 v; };
-
-// Elements 4c .. 4c+3 of the row starting at element `row`, 0 from element n on. `vec`: the
-// launcher checked that every row start is 4-element aligned and n % 4 == 0.
-vec4 load_row4(uint64_t base, int dt, int row, int c, int n, bool vec) {
-  const int d = 4 * c;
-  if (vec) {
-    if (dt == DT_FLOAT32) return RefVec4(tvk_elem_addr(base, row + d, 2)).v;
-    const uvec2 w = RefUVec2(tvk_elem_addr(base, row + d, 1)).v;
-    if (dt == DT_FLOAT16)
-      return vec4(tvk_half_to_float(w.x & 0xffffu), tvk_half_to_float(w.x >> 16),
-                  tvk_half_to_float(w.y & 0xffffu), tvk_half_to_float(w.y >> 16));
-    return vec4(tvk_bf16_to_float(w.x & 0xffffu), tvk_bf16_to_float(w.x >> 16),
-                tvk_bf16_to_float(w.y & 0xffffu), tvk_bf16_to_float(w.y >> 16));
-  }
-  vec4 r = vec4(0.0);
-  if (d < n) r.x = load_f32(base, dt, row + d);
-  if (d + 1 < n) r.y = load_f32(base, dt, row + d + 1);
-  if (d + 2 < n) r.z = load_f32(base, dt, row + d + 2);
-  if (d + 3 < n) r.w = load_f32(base, dt, row + d + 3);
-  return r;
-}
+#include "vec4_io.glsl"
 
 #define C4 (DMAX / 4)
 

@@ -9,11 +9,20 @@
 //              many segments (batch norm over [N, C], layer norm's parameter gradients),
 //              where adjacent invocations read adjacent elements; and on CPU devices for
 //              any segment up to 4096 elements when there are >= 32 segments.
+//   Registers  (float32 math; layer / RMS norm forward and input gradient) one workgroup per
+//              row, the row read once into registers (16 elements per invocation in
+//              four-element chunks, vector loads when aligned) and written once: one read of
+//              x (and dy) instead of the streaming strategy's two or three. Rows up to
+//              16 * max_workgroup elements.
+//   SubgroupRow  (subgroup variants, same ops) one subgroup per row, registers as above and
+//              subgroup reductions only: rows up to 16 * subgroup size, several rows per
+//              workgroup, no shared memory or barriers.
 #include "kernels/norm.h"
 
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/launch.h"
@@ -45,8 +54,13 @@ struct NormPush {
 static_assert(sizeof(NormPush) == 128);
 
 constexpr const char* kWhere = "tvk::kernels::norm";
+// SPEC_MODE values of the shader.
 constexpr int kModeWorkgroup = 0;
 constexpr int kModeThread = 1;
+constexpr int kModeRegisters = 2;
+constexpr int kModeSubgroupRow = 3;
+// Elements an invocation holds in the register modes (R4 chunks of four in the shader).
+constexpr int64_t kRegisterElements = 16;
 constexpr int kFlagCenter = 1;
 constexpr int kFlagRunning = 2;
 constexpr int kFlagUpdate = 4;
@@ -112,6 +126,23 @@ uint32_t workgroup_for(int64_t length) {
   return wg;
 }
 
+// Register mode: about 8 elements per invocation, 32..max invocations.
+uint32_t register_workgroup_for(int64_t length) {
+  const uint32_t max_wg = std::max<uint32_t>(32, norm_tuning().max_workgroup);
+  uint32_t wg = 32;
+  while (wg < max_wg && static_cast<int64_t>(wg) * (kRegisterElements / 2) < length) wg *= 2;
+  return wg;
+}
+
+// Four-element vector access: float32 / float16 / bfloat16 at a 4-element aligned address
+// (an absent operand, address 0, does not matter).
+bool vector_aligned(uint64_t address, int32_t dtype) {
+  if (address == 0) return true;
+  const DType dt = static_cast<DType>(dtype);
+  if (dt != DType::Float32 && dt != DType::Float16 && dt != DType::BFloat16) return false;
+  return address % (4 * dtype_size(dt)) == 0;
+}
+
 // Records one dispatch of `op` ("forward", "backward", "param_grad") over push.channels
 // segments.
 void launch(Stream& stream, const char* op, bool f64, const NormShape& shape, NormPush& push) {
@@ -126,30 +157,60 @@ void launch(Stream& stream, const char* op, bool f64, const NormShape& shape, No
   // Contiguous run of a segment: the whole segment when outer == 1, else one inner block.
   const int64_t run = shape.outer == 1 ? length : shape.inner;
   const NormTuning& t = norm_tuning();
+  const DeviceCapabilities& caps = stream.device().caps();
+  const bool subgroups = !f64 && t.subgroups && caps.subgroup_basic && caps.subgroup_arithmetic &&
+                         caps.subgroup_size > 0;
+  const int64_t subgroup = subgroups ? caps.subgroup_size : 0;
+  // The register modes: contiguous rows (layer / RMS norm), forward or input gradient,
+  // float32 math, no running statistics.
+  const int flags = push.layout_flags >> 4;
+  const bool row_op = !f64 && shape.layout == NormLayout::Row && shape.outer == 1 &&
+                      std::strcmp(op, "param_grad") != 0 &&
+                      (flags & (kFlagRunning | kFlagUpdate)) == 0;
   using S = NormTuning::Strategy;
   S strategy = t.strategy;
   // CPU devices (lavapipe) run a workgroup's barriers as coroutine switches, which cost more
   // than a serial loop over a short segment: with enough segments to fill the SIMD lanes,
   // one invocation per segment.
-  const bool cpu = stream.device().caps().device_type == "cpu";
+  const bool cpu = caps.device_type == "cpu";
   if (strategy == S::Auto) {
     if (length <= 32 || (cpu && shape.channels >= 32 && length <= 4096))
       strategy = S::Thread;
+    else if (row_op && subgroups && length <= subgroup * kRegisterElements)
+      strategy = S::SubgroupRow;
+    else if (row_op && length <= int64_t{register_workgroup_for(length)} * kRegisterElements)
+      strategy = S::Registers;
     else if (run >= 32)
       strategy = S::Workgroup;
     else  // short strided runs: adjacent invocations read adjacent segments
       strategy = shape.channels >= 256 ? S::Thread : S::Workgroup;
   }
+  if (strategy == S::SubgroupRow && !subgroups) strategy = S::Registers;
+  if ((strategy == S::Registers || strategy == S::SubgroupRow) && !row_op) strategy = S::Workgroup;
+  // Invocations per workgroup and segments a workgroup covers at once.
+  auto shape_of = [&](S s) -> std::pair<uint32_t, uint32_t> {
+    switch (s) {
+      case S::Thread: return {64, 64};
+      case S::Registers: return {register_workgroup_for(length), 1};
+      case S::SubgroupRow: {
+        const uint32_t wg = std::max<uint32_t>(128, static_cast<uint32_t>(subgroup));
+        return {wg, wg / static_cast<uint32_t>(subgroup)};
+      }
+      default: return {workgroup_for(length), 1};
+    }
+  };
   // Loop iterations of an invocation (loop_budget): per segment it owns, the segment loop and
   // up to three passes over its elements (Thread) or over its share of them plus the trees
-  // (Workgroup). Thread segments that would exceed a device's loop limit go to Workgroup.
+  // (Workgroup; the register modes add their fixed chunk loops to the streaming loops they
+  // fall back to for longer rows). Thread segments that would exceed a device's loop limit
+  // go to Workgroup.
   auto loop_cost = [&](S s) {
-    const uint32_t w = s == S::Thread ? 64 : workgroup_for(length);
-    const int64_t lanes = s == S::Thread ? w : 1;
-    const int64_t step =
-        int64_t{group_count(stream, shape.channels, static_cast<uint32_t>(lanes))} * lanes;
-    const int64_t per_segment =
-        s == S::Thread ? 1 + 3 * length : 1 + 3 * ((length + w - 1) / w) + 4 * 9 + w / 2;
+    const auto [w, per_group] = shape_of(s);
+    const int64_t step = int64_t{group_count(stream, shape.channels, per_group)} * per_group;
+    const int64_t lanes = s == S::SubgroupRow ? subgroup : w;
+    int64_t per_segment = 1 + 3 * ((length + lanes - 1) / lanes) + 4 * 9 + w / 2;
+    if (s == S::Thread) per_segment = 1 + 3 * length;
+    if (s == S::Registers || s == S::SubgroupRow) per_segment += 4 * kRegisterElements;
     return (shape.channels + step - 1) / step * per_segment;
   };
   const int64_t budget = loop_budget(stream);
@@ -157,17 +218,21 @@ void launch(Stream& stream, const char* op, bool f64, const NormShape& shape, No
   if (loop_cost(strategy) > budget)
     invalid(kWhere, "segments of " + std::to_string(length) +
                         " elements exceed the device's loop-iteration limit (max_loop_iterations)");
-  const int mode = strategy == S::Thread ? kModeThread : kModeWorkgroup;
-  const uint32_t wg = mode == kModeThread ? 64 : workgroup_for(length);
+  const int mode = strategy == S::Thread        ? kModeThread
+                   : strategy == S::Registers   ? kModeRegisters
+                   : strategy == S::SubgroupRow ? kModeSubgroupRow
+                                                : kModeWorkgroup;
+  const auto [wg, per_group] = shape_of(strategy);
+  // Row-wise operands: x, y / dx, w, b (forward) or dy (backward).
+  const int32_t slot3_dt = std::strcmp(op, "forward") == 0 ? push.param_dt : push.dy_dt;
+  const bool vec = (mode == kModeRegisters || mode == kModeSubgroupRow) && length % 4 == 0 &&
+                   vector_aligned(push.a[0], push.x_dt) && vector_aligned(push.a[1], push.out_dt) &&
+                   vector_aligned(push.a[2], push.param_dt) && vector_aligned(push.a[3], slot3_dt);
 
-  const DeviceCapabilities& caps = stream.device().caps();
   std::string name = std::string("norm.") + op + (f64 ? ".float64" : ".float32");
-  if (!f64 && mode == kModeWorkgroup && t.subgroups && caps.subgroup_basic &&
-      caps.subgroup_arithmetic)
-    name += ".subgroup";
+  if (mode != kModeThread && subgroups) name += ".subgroup";
   const ShaderBinary* shader = find_shader(name);
   if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
-
   std::vector<uint32_t> spec;
   if (tuning().specialize_dtypes)
     spec = {static_cast<uint32_t>(push.x_dt),     static_cast<uint32_t>(push.out_dt),
@@ -176,8 +241,9 @@ void launch(Stream& stream, const char* op, bool f64, const NormShape& shape, No
   else
     spec.assign(6, UINT32_MAX);
   spec.push_back(static_cast<uint32_t>(mode));
+  spec.push_back(vec ? 1u : 0u);
   VkPipeline pipeline = stream.device().pipelines().get(*shader, wg, spec);
-  const uint32_t groups = group_count(stream, shape.channels, mode == kModeThread ? wg : 1);
+  const uint32_t groups = group_count(stream, shape.channels, per_group);
   stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
 }
 

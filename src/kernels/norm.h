@@ -98,7 +98,9 @@ void norm_param_grad(Stream& stream, const NormParamGrad& problem);
 
 // Knobs for tests (defaults are the production choices). Not synchronized.
 struct NormTuning {
-  enum class Strategy { Auto, Workgroup, Thread };
+  // Registers and SubgroupRow apply to layer / RMS norm forward and input gradient in float32
+  // math (else Workgroup); SubgroupRow needs the subgroup variants (else Registers).
+  enum class Strategy { Auto, Workgroup, Thread, Registers, SubgroupRow };
   Strategy strategy = Strategy::Auto;
   uint32_t max_workgroup = 256;  // power of two; Auto picks 32..max by segment length
   bool subgroups = true;         // use the subgroup variants when the device has them

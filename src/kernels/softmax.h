@@ -41,7 +41,9 @@ void softmax(Stream& stream, const Softmax& problem);
 
 // Knobs for tests (defaults are the production choices). Not synchronized.
 struct SoftmaxTuning {
-  enum class Strategy { Auto, Workgroup, Thread };
+  // Registers and SubgroupRow apply to float32 math along the innermost dim (else
+  // Workgroup); SubgroupRow needs the subgroup variants (else Registers).
+  enum class Strategy { Auto, Workgroup, Thread, Registers, SubgroupRow };
   Strategy strategy = Strategy::Auto;
   uint32_t max_workgroup = 256;  // power of two; Auto picks 32..max by row length
   bool subgroups = true;         // use the subgroup variants when the device has them

@@ -37,6 +37,7 @@ using namespace tvk_test;
 V round_to(DType t, V v) {
   switch (t) {
     case DType::Float16: return static_cast<float>(static_cast<_Float16>(static_cast<float>(v)));
+    case DType::BFloat16: return cast_to(DType::BFloat16, v);
     case DType::Float32: return static_cast<float>(v);
     case DType::Float64: return static_cast<double>(v);
     default: return v;
@@ -381,8 +382,12 @@ std::vector<V> ref_softmax(SoftmaxOp op, int64_t outer, int64_t dim, int64_t inn
   return out;
 }
 
+// Runs `op` on `a` and compares with ref_softmax. Every operand starts `offset` elements into
+// its buffer (an offset that is not a multiple of 4 takes the scalar path of the register
+// strategies); the element before and after the output must stay untouched.
 void run_softmax(SoftmaxOp op, int64_t outer, int64_t dim, int64_t inner, const std::vector<V>& a,
-                 DType in_dt, DType out_dt, double rtol, double atol, ComputeKind kind = ComputeKind::Float32) {
+                 DType in_dt, DType out_dt, double rtol, double atol, ComputeKind kind = ComputeKind::Float32,
+                 int64_t offset = 0) {
   const bool backward = op == SoftmaxOp::SoftmaxBackward || op == SoftmaxOp::LogSoftmaxBackward;
   std::vector<V> y;
   if (backward) {  // a plausible forward output: softmax (or log_softmax) of other values
@@ -390,28 +395,42 @@ void run_softmax(SoftmaxOp op, int64_t outer, int64_t dim, int64_t inner, const 
     y = ref_softmax(op == SoftmaxOp::SoftmaxBackward ? SoftmaxOp::Softmax : SoftmaxOp::LogSoftmax, outer, dim, inner, x, {});
     for (auto& v : y) v = round_to(in_dt, v);
   }
-  Buffer in(in_dt, a), in2(in_dt, backward ? y : std::vector<V>(1, 0)), out(out_dt, a.size());
+  auto padded = [&](const std::vector<V>& v, V fill) {
+    std::vector<V> r(offset, fill);
+    r.insert(r.end(), v.begin(), v.end());
+    r.push_back(fill);
+    return r;
+  };
+  const V sentinel = 7;
+  Buffer in(in_dt, padded(a, 0)), in2(in_dt, padded(backward ? y : std::vector<V>(a.size(), 0), 0));
+  Buffer out(out_dt, padded(std::vector<V>(a.size(), 0), sentinel));
   Softmax p;
   p.op = op;
   p.kind = kind;
   p.outer = outer;
   p.dim = dim;
   p.inner = inner;
-  p.out = out.at();
-  p.in = in.at();
-  p.in2 = in2.at();
+  p.out = out.at(offset);
+  p.in = in.at(offset);
+  p.in2 = in2.at(offset);
   softmax(stream(), p);
   auto got = out.download();
   auto want = ref_softmax(op, outer, dim, inner, a, y);
+  for (int64_t k = 0; k < offset; ++k) ASSERT_EQ(got[k], sentinel) << "before the output";
+  ASSERT_EQ(got.back(), sentinel) << "after the output";
   for (size_t k = 0; k < a.size(); ++k)
-    ASSERT_TRUE(close(got[k], round_to(out_dt, want[k]), rtol, atol)) << "element " << k;
+    ASSERT_TRUE(close(got[offset + k], round_to(out_dt, want[k]), rtol, atol)) << "element " << k;
 }
 
 TEST_F(SoftmaxKernel, EveryOpEveryStrategy) {
   using SS = SoftmaxTuning::Strategy;
+  // Innermost rows below, at and above the register capacities (16 x subgroup size for
+  // SubgroupRow, 16 x workgroup for Registers: beyond them the shader streams), dims that are
+  // and are not multiples of 4 (vector and scalar paths), strided rows.
   const std::vector<std::array<int64_t, 3>> shapes = {
-      {7, 300, 1}, {40, 9, 1}, {3, 1, 1}, {2, 50, 6}, {3, 700, 2}, {1, 5, 1100}};
-  for (SS strategy : {SS::Auto, SS::Workgroup, SS::Thread}) {
+      {7, 300, 1}, {40, 9, 1}, {3, 1, 1}, {2, 50, 6}, {3, 700, 2}, {1, 5, 1100},
+      {9, 100, 1}, {5, 130, 1}, {33, 27, 1}, {6, 64, 1}, {2, 4100, 1}, {4, 2048, 1}};
+  for (SS strategy : {SS::Auto, SS::Workgroup, SS::Thread, SS::Registers, SS::SubgroupRow}) {
     for (bool subgroups : {true, false}) {
       softmax_tuning().strategy = strategy;
       softmax_tuning().subgroups = subgroups;
@@ -433,10 +452,25 @@ TEST_F(SoftmaxKernel, SpecialValuesHalfMixedAndFloat64) {
   // Rows: [-inf, 1, 2], [-inf x3], [+inf, 1, 0], [NaN, 1, 2], [1e30 scale], [+inf, +inf, 1]
   std::vector<V> x = {-INFINITY, 1, 2, -INFINITY, -INFINITY, -INFINITY, INFINITY, 1, 0,
                       NAN, 1, 2, 1e30, -1e30, 1e30, INFINITY, INFINITY, 1};
-  for (auto strategy : {SoftmaxTuning::Strategy::Workgroup, SoftmaxTuning::Strategy::Thread}) {
+  using SS = SoftmaxTuning::Strategy;
+  for (auto strategy : {SS::Workgroup, SS::Thread, SS::Registers, SS::SubgroupRow}) {
     softmax_tuning().strategy = strategy;
     run_softmax(SoftmaxOp::Softmax, 6, 3, 1, x, DType::Float32, DType::Float32, 1e-6, 0);
     run_softmax(SoftmaxOp::LogSoftmax, 6, 3, 1, x, DType::Float32, DType::Float32, 1e-6, 0);
+    // The same rows padded to 4 with -inf (the vector path, every special value in one chunk).
+    std::vector<V> x4;
+    for (int r = 0; r < 6; ++r) {
+      x4.insert(x4.end(), x.begin() + 3 * r, x.begin() + 3 * r + 3);
+      x4.push_back(-INFINITY);
+    }
+    run_softmax(SoftmaxOp::Softmax, 6, 4, 1, x4, DType::Float32, DType::Float32, 1e-6, 0);
+    run_softmax(SoftmaxOp::LogSoftmax, 6, 4, 1, x4, DType::Float32, DType::Float32, 1e-6, 0);
+    // A row with NaN / +inf in a chunk of another lane than the maximum's.
+    auto row = random_values(200, DType::Float32, -5, 5, 34);
+    row[150] = INFINITY;
+    run_softmax(SoftmaxOp::Softmax, 1, 200, 1, row, DType::Float32, DType::Float32, 1e-6, 0);
+    row[150] = NAN;
+    run_softmax(SoftmaxOp::LogSoftmax, 1, 200, 1, row, DType::Float32, DType::Float32, 1e-6, 0);
   }
   softmax_tuning().strategy = SoftmaxTuning::Strategy::Auto;
   // A long row with -inf and one +inf in different workgroup lanes.
@@ -455,6 +489,39 @@ TEST_F(SoftmaxKernel, SpecialValuesHalfMixedAndFloat64) {
     for (int op = 0; op < 4; ++op)
       run_softmax(static_cast<SoftmaxOp>(op), 3, 400, 2, d, DType::Float64, DType::Float64, 1e-12, 1e-15, ComputeKind::Float64);
   }
+}
+
+// The register strategies with every 16-bit / 32-bit operand mix, aligned (vector accesses)
+// and misaligned by one element (scalar accesses), with subgroups and without.
+TEST_F(SoftmaxKernel, RegisterStrategiesDtypesAndAlignment) {
+  using SS = SoftmaxTuning::Strategy;
+  const DType dts[] = {DType::Float32, DType::Float16, DType::BFloat16};
+  for (SS strategy : {SS::Registers, SS::SubgroupRow}) {
+    for (bool subgroups : {true, false}) {
+      softmax_tuning().strategy = strategy;
+      softmax_tuning().subgroups = subgroups;
+      for (DType in_dt : dts)
+        for (DType out_dt : dts)
+          for (int64_t offset : {0, 1})
+            for (auto [outer, dim] : std::vector<std::array<int64_t, 2>>{{5, 64}, {2, 257}}) {
+              const double rtol = out_dt == DType::BFloat16 ? 1e-2 : out_dt == DType::Float16 ? 2e-3 : 2e-5;
+              auto a = random_values(outer * dim, in_dt, -6, 6, uint32_t(dim + offset));
+              for (int op = 0; op < 4; ++op) {
+                SCOPED_TRACE("strategy " + std::to_string(int(strategy)) + " subgroups " + std::to_string(subgroups) +
+                             " op " + std::to_string(op) + " in " + dtype_name(in_dt) + " out " + dtype_name(out_dt) +
+                             " offset " + std::to_string(offset) + " dim " + std::to_string(dim));
+                run_softmax(static_cast<SoftmaxOp>(op), outer, dim, 1, a, in_dt, out_dt, rtol, op >= 2 ? 2e-3 : 1e-6,
+                            ComputeKind::Float32, offset);
+              }
+            }
+    }
+  }
+  // Small workgroups: rows beyond 16 x 32 stream.
+  softmax_tuning().strategy = SS::Registers;
+  softmax_tuning().max_workgroup = 32;
+  auto a = random_values(2 * 700, DType::Float32, -6, 6, 35);
+  for (int op = 0; op < 4; ++op)
+    run_softmax(static_cast<SoftmaxOp>(op), 2, 700, 1, a, DType::Float32, DType::Float32, 2e-5, 1e-6);
 }
 
 TEST_F(SoftmaxKernel, EmptyAndInvalidArguments) {
