@@ -18,7 +18,11 @@
 //   element offset fits in int32.
 //   Specialization constants: 0 = local_size_x; 1..4 = storage dtype of operand 0..3, 5 = the
 //   cast mask, 6 = the value dtype, each -1 to read it from the push constants (one pipeline
-//   for every dtype combination).
+//   for every dtype combination); 7 = vec (float32 kind only): 1 when the launcher checked
+//   that ndim == 1, the output has stride 1, every input stride 1 or 0 (a broadcast scalar),
+//   every operand is float32 / float16 / bfloat16 and every stride-1 operand's address is
+//   4-element aligned: each invocation then moves four consecutive elements per operand in
+//   one 16-byte (float32) or 8-byte (16-bit) access, the last partial group element-wise.
 //   Value casts (TensorIterator's type promotion): the op computes on values of one dtype, the
 //   `value dtype` (the CPU kernel's scalar_t; dt0 of the expression is this dtype, not the
 //   output's storage dtype). Bit k (1..3) of the cast mask rounds input k to the value dtype
@@ -70,6 +74,7 @@ layout(constant_id = 3) const int SPEC_DT2 = -1;
 layout(constant_id = 4) const int SPEC_DT3 = -1;
 layout(constant_id = 5) const int SPEC_CAST_MASK = -1;
 layout(constant_id = 6) const int SPEC_VALUE_DT = -1;
+layout(constant_id = 7) const int SPEC_VEC = 0;
 
 layout(push_constant) uniform Push {
   uint64_t addr[4];   //   0: device address of element 0 of out, a, b, c
@@ -113,32 +118,74 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer El
 };
 #endif
 
+// OP on loaded inputs (unused ones are 0): input k rounded to the value dtype when bit k of
+// `casts` says so, the result rounded when bit 0 does (see the ABI above).
+T op_value(T a, T b, T c, int vdt, int dt1, int dt2, int dt3, int casts, T s0, T s1) {
+  int dt0 = (casts >> 8) != 0 ? (casts >> 8) - 1 : vdt;  // the expression's dt0
+  if ((casts & 2) != 0) a = tvk_round_to(a, vdt);
+  if ((casts & 4) != 0) b = tvk_round_to(b, vdt);
+  if ((casts & 8) != 0) c = tvk_round_to(c, vdt);
+#if OP_BOOL
+  return (OP_EXPR) ? T(1) : T(0);
+#else
+  T r = (OP_EXPR);
+  if ((casts & 1) != 0) r = tvk_round_to(r, vdt);
+  return r;
+#endif
+}
+
 // out[o0] = OP(a[o1], b[o2], c[o3]) at the given addresses; st0 is the output's storage dtype,
 // vdt the value dtype (see the ABI above), `casts` the cast mask.
 void apply_op(uint64_t addr0, uint64_t addr1, uint64_t addr2, uint64_t addr3, int o0, int o1,
               int o2, int o3, int st0, int vdt, int dt1, int dt2, int dt3, int casts, T s0,
               T s1) {
-  int dt0 = (casts >> 8) != 0 ? (casts >> 8) - 1 : vdt;  // the expression's dt0
+  T a = T(0), b = T(0), c = T(0);
 #if ARITY >= 1
-  T a = LOAD_T(addr1, dt1, o1);
-  if ((casts & 2) != 0) a = tvk_round_to(a, vdt);
+  a = LOAD_T(addr1, dt1, o1);
 #endif
 #if ARITY >= 2
-  T b = LOAD_T(addr2, dt2, o2);
-  if ((casts & 4) != 0) b = tvk_round_to(b, vdt);
+  b = LOAD_T(addr2, dt2, o2);
 #endif
 #if ARITY >= 3
-  T c = LOAD_T(addr3, dt3, o3);
-  if ((casts & 8) != 0) c = tvk_round_to(c, vdt);
+  c = LOAD_T(addr3, dt3, o3);
 #endif
-#if OP_BOOL
-  T r = (OP_EXPR) ? T(1) : T(0);
-#else
-  T r = (OP_EXPR);
-  if ((casts & 1) != 0) r = tvk_round_to(r, vdt);
-#endif
-  STORE_T(addr0, st0, o0, r);
+  STORE_T(addr0, st0, o0, op_value(a, b, c, vdt, dt1, dt2, dt3, casts, s0, s1));
 }
+
+#if KIND == KIND_FLOAT32 && !TENSOR_LIST
+// ---- the vector path (SPEC_VEC): four consecutive elements per access ----
+#include "vec4_io.glsl"
+
+// Elements 4q .. 4q+3 of an input of stride 1 (one vector load when `full`), or its one
+// element four times (stride 0).
+vec4 load_input4(uint64_t addr, int dt, int stride, int q, int n, bool full) {
+  if (stride == 0) return vec4(load_f32(addr, dt, 0));
+  return load_row4(addr, dt, 0, q, n, full);
+}
+
+void run_vec4(int st0, int vdt, int dt1, int dt2, int dt3, int casts, T s0, T s1) {
+  const int n = pc.numel;
+  const uint groups4 = (uint(n) + 3u) / 4u;
+  const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint g = gl_GlobalInvocationID.x; g < groups4; g += step) {
+    const int q = int(g);
+    const bool full = 4 * q + 4 <= n;  // else the last, partial group: element accesses
+    vec4 va = vec4(0.0), vb = vec4(0.0), vc = vec4(0.0);
+#if ARITY >= 1
+    va = load_input4(pc.addr[1], dt1, pc.stride0[1], q, n, full);
+#endif
+#if ARITY >= 2
+    vb = load_input4(pc.addr[2], dt2, pc.stride0[2], q, n, full);
+#endif
+#if ARITY >= 3
+    vc = load_input4(pc.addr[3], dt3, pc.stride0[3], q, n, full);
+#endif
+    vec4 r;
+    for (int j = 0; j < 4; ++j) r[j] = op_value(va[j], vb[j], vc[j], vdt, dt1, dt2, dt3, casts, s0, s1);
+    store_row4_masked(pc.addr[0], st0, 0, q, n, full, r);
+  }
+}
+#endif
 
 #if TENSOR_LIST
 void run_list(int st0, int dt0, int dt1, int dt2, int dt3, int casts, T s0, T s1) {
@@ -208,6 +255,12 @@ void main() {
 #if TENSOR_LIST
   run_list(st0, dt0, dt1, dt2, dt3, casts, s0, s1);
 #else
+#if KIND == KIND_FLOAT32
+  if (SPEC_VEC != 0) {
+    run_vec4(st0, dt0, dt1, dt2, dt3, casts, s0, s1);
+    return;
+  }
+#endif
   uint n = uint(pc.numel);
   uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;  // < 2^32 - 2^31: i + step never wraps
   for (uint i = gl_GlobalInvocationID.x; i < n; i += step) {

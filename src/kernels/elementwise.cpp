@@ -4,6 +4,9 @@
 // Per call: validate, coalesce dims (fewer dims = less index math), check the 32-bit index
 // range, fill the push constants (and upload the geometry block when more than one dim is
 // left), pick the pipeline specialized for the operand dtypes, record one dispatch.
+// Contiguous float32-math calls (one dim after coalescing, dense or broadcast-scalar inputs,
+// float32 / float16 / bfloat16 operands at 4-element aligned addresses) take the vector path:
+// four elements per invocation and per 16- / 8-byte access.
 #include <array>
 #include <cstring>
 #include <mutex>
@@ -150,10 +153,28 @@ ElementwisePush base_push(const DType* dtypes, int num_operands, const Scalars& 
   return push;
 }
 
+// Whether a call can take the shader's vector path (SPEC_VEC; the contract is in
+// shaders/elementwise.comp): float32 math on one coalesced dim, output stride 1, inputs of
+// stride 1 or 0, 32- / 16-bit float operands, stride-1 addresses 4-element aligned.
+bool vector_path(ComputeKind kind, const Dims& dims, int64_t numel, const Operand* operands,
+                 int num_operands) {
+  if (kind != ComputeKind::Float32 || dims.ndim != 1 || numel < 4 || !tuning().elementwise_vec4)
+    return false;
+  for (int i = 0; i < num_operands; ++i) {
+    const DType dt = operands[i].dtype;
+    if (dt != DType::Float32 && dt != DType::Float16 && dt != DType::BFloat16) return false;
+    const int64_t stride = dims.strides[i][0];
+    if (stride == 0 && i > 0) continue;
+    if (stride != 1 || operands[i].address % (4 * dtype_size(dt)) != 0) return false;
+  }
+  return true;
+}
+
 // The pipeline of `op` for `kind` (its tensor-list variant when `list`), specialized for the
-// push constants' dtypes.
+// push constants' dtypes (and the vector path when `vec`).
 VkPipeline pipeline_for(Stream& stream, const ElementwiseOpInfo& op, ComputeKind kind,
-                        const ElementwisePush& push, int num_operands, bool list = false) {
+                        const ElementwisePush& push, int num_operands, bool list = false,
+                        bool vec = false) {
   const ShaderBinary* shader = list ? list_shader_for(op, kind) : shader_for(op, kind);
   if (!shader)
     invalid(kWhere, std::string(list ? "no tensor-list variant (`list = true` in the op table)"
@@ -166,6 +187,10 @@ VkPipeline pipeline_for(Stream& stream, const ElementwiseOpInfo& op, ComputeKind
     for (int i = 0; i < num_operands; ++i) spec[i] = static_cast<uint32_t>(push.dtype[i]);
     spec[4] = static_cast<uint32_t>(push.cast_mask);
     spec[5] = static_cast<uint32_t>(push.value_dtype);
+  }
+  if (vec) {
+    if (spec.empty()) spec.assign(6, UINT32_MAX);  // -1: dtypes from the push constants
+    spec.push_back(1u);
   }
   return stream.device().pipelines().get(*shader, tuning().elementwise_workgroup, spec);
 }
@@ -209,9 +234,11 @@ void elementwise(Stream& stream, std::string_view op_name, ComputeKind kind, int
     push.geometry = stream.upload_params(&block, sizeof(block));
   }
 
-  VkPipeline pipeline = pipeline_for(stream, op, kind, push, num_operands);
+  const bool vec = vector_path(kind, dims, numel, operands, num_operands);
+  VkPipeline pipeline = pipeline_for(stream, op, kind, push, num_operands, false, vec);
   const uint32_t wg = tuning().elementwise_workgroup;
-  stream.dispatch(pipeline, group_count(stream, numel, wg), 1, 1, &push, sizeof(push));
+  const int64_t items = vec ? (numel + 3) / 4 : numel;  // vector path: four elements each
+  stream.dispatch(pipeline, group_count(stream, items, wg), 1, 1, &push, sizeof(push));
 }
 
 void elementwise_list(Stream& stream, std::string_view op_name, ComputeKind kind,

@@ -20,6 +20,9 @@ struct Tuning {
   // dtype switches fold away). false: one pipeline per variant, dtypes read at run time.
   bool specialize_dtypes = true;
   uint32_t elementwise_workgroup = 256;
+  // Contiguous element-wise calls of 32- / 16-bit floats move four elements per access
+  // (shaders/elementwise.comp, SPEC_VEC). false: one element per invocation.
+  bool elementwise_vec4 = true;
   uint32_t reduce_workgroup = 128;  // a power of two
   // Upper bound on workgroups per dispatch (the device limit applies too); small values
   // exercise the grid-stride loops.

@@ -504,6 +504,13 @@ const Layout kLayouts[] = {
     // c reversed in both dims (negative strides).
     {"strided", 2, {8, 12}, {{1, 8}, {12, 1}, {1, 0}, {-1, -8}}, {0, 0, 0, 95}},
     {"0-dim", 0, {1, 1}, {{0, 0}, {0, 0}, {0, 0}, {0, 0}}, {0, 5, 17, 42}},
+    // One dim: the vector path (float32 kind) with a partial last group of four, a
+    // broadcast-scalar input, 4-element aligned offsets; misaligned offsets take the element
+    // path.
+    {"contiguous tail", 1, {93, 1}, {{1, 0}, {1, 0}, {1, 0}, {1, 0}}, {0, 0, 0, 0}},
+    {"scalar input", 1, {95, 1}, {{1, 0}, {1, 0}, {0, 0}, {1, 0}}, {0, 0, 7, 0}},
+    {"aligned offsets", 1, {88, 1}, {{1, 0}, {1, 0}, {1, 0}, {1, 0}}, {4, 8, 4, 0}},
+    {"misaligned", 1, {90, 1}, {{1, 0}, {1, 0}, {1, 0}, {1, 0}}, {1, 2, 3, 1}},
 };
 
 // Every op of the table, for every compute kind it is built for, with inputs of the kind's
