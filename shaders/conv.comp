@@ -19,6 +19,27 @@
 //                                X[n][g * CG + ci][i(l, k)] * W[co][ci][k],  g = co / COUT_G
 //                  One invocation per output element: for small CG * K (depthwise) where an
 //                  im2col buffer and a GEMM would mostly move data.
+//   OP 3  implicit GEMM (KIND 0 only), forward (CONV_MODE 0) or input gradient (1).
+//                  Forward: per group g, Y_g = W_g @ col_g (+ bias) as a
+//                  tiled GEMM of M = COUT_G rows (output channels), N = NB * L columns (the
+//                  batch folded into the output positions, so small images still fill tiles)
+//                  and R = CG * K reduced elements, where the B tile is gathered from X
+//                  through the im2col index math while it is loaded into shared memory: no
+//                  column buffer. The tiles follow the GEMM family's tiled algorithm: a
+//                  workgroup of WM x WN invocations owns a BM x BN = (WM * TM) x (WN * TN)
+//                  tile of Y, steps over R by BK through shared-memory tiles of A (the
+//                  weights, r fastest in memory) and B, and every invocation accumulates a
+//                  TM x TN register block (rows tm + i * WM, columns tn + j * WN: neighbouring
+//                  invocations own neighbouring output positions, so stores and the gather of
+//                  X along the width are coalesced). The next step's tiles are fetched into
+//                  registers before the current step's products (one barrier pair per step).
+//                  Input gradient: dX_g = W_g^T @ dYcol_g (+ bias per channel of dX), M = CG,
+//                  N = NB * I (input positions), R = COUT_G * K, the B tile gathered from dY
+//                  at the output position each kernel offset maps an input position onto
+//                  (0 between strides): the col2im of the im2col path without its buffer.
+//                  Geometry as for col2im (x_stride: dX) with col_stride holding dY's strides
+//                  (n, channel, position).
+//                  Grid: x over column tiles, y over row tiles, z over the groups (each loops).
 //
 // Math in fp32 for float16 / bfloat16 / float32 operands (KIND 0), fp64 for float64 (KIND 3).
 // Built per (op, kind) by tools/build_shaders.py (conv.variants.toml).
@@ -29,9 +50,11 @@
 //   Element offsets are 32-bit (the launcher checks every reachable offset, chunking the batch
 //   and offsetting base addresses on the host).
 //   Specialization constants: 0 = local_size_x, 1..4 = src, dst, aux, aux2 dtypes (-1: read
-//   from the push constants).
-//   Grid: 1-D, any number of workgroups (grid-stride loop).
+//   from the push constants); OP 3 also 5 = TM, 6 = TN, 7 = WM, 8 = WN, 9 = BK (local_size_x
+//   must be WM * WN), 10 = CONV_MODE, and `total` = NB, the samples of the chunk.
+//   Grid: 1-D, any number of workgroups (grid-stride loop); OP 3 as above.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 
 #ifndef KIND
 #define KIND 0
@@ -83,6 +106,174 @@ ivec4 v4(int a[4]) { return ivec4(a[0], a[1], a[2], a[3]); }
 
 int g_src_dt, g_dst_dt, g_aux_dt, g_aux2_dt;
 
+#if OP == 3
+// ---------------------------------------------------------------- implicit GEMM (OP 3)
+layout(constant_id = 5) const int TM = 4;
+layout(constant_id = 6) const int TN = 4;
+layout(constant_id = 7) const int WM = 16;
+layout(constant_id = 8) const int WN = 16;
+layout(constant_id = 9) const int BK = 16;
+const int BM = WM * TM;
+const int BN = WN * TN;
+const int WG = WM * WN;
+// Tile elements each invocation fetches per step (A: BM x BK, B: BK x BN).
+const int A_PER = (BM * BK + WG - 1) / WG;
+const int B_PER = (BK * BN + WG - 1) / WG;
+
+shared float As[BK * BM];  // As[k * BM + m]
+shared float Bs[BK * BN];  // Bs[k * BN + n]
+
+layout(constant_id = 10) const int CONV_MODE = 0;  // 0 forward, 1 input gradient
+const int MODE_FORWARD = 0, MODE_INPUT_GRAD = 1;
+
+// The problem (set once by main).
+ivec3 g_isz, g_osz, g_ks, g_st, g_pd, g_dl;
+ivec4 g_xs, g_ys;
+int g_xsn, g_K, g_L, g_I, g_CG, g_COUT_G, g_M, g_R, g_N;
+// Tile elements of the next reduction step, fetched into registers before the current step's
+// products so that the loads are in flight while the invocation computes.
+float a_next[A_PER], b_next[B_PER];
+
+ivec3 position(int linear, ivec3 size) {
+  return ivec3(linear / (size.z * size.y), (linear / size.z) % size.y, linear % size.z);
+}
+
+// A[m][r] of group grp. Forward: W[co][c, k] with r = c * K + k (row m = output channel).
+// Input gradient: W^T, r = co * K + k over the group's output channels (row m = input channel).
+float load_a(int grp, int m, int r) {
+  if (CONV_MODE == MODE_FORWARD)
+    return load_f32(pc.aux, g_aux_dt, (grp * g_COUT_G + m) * g_R + r);
+  const int co = r / g_K, k = r - co * g_K;
+  return load_f32(pc.aux, g_aux_dt, ((grp * g_COUT_G + co) * g_CG + m) * g_K + k);
+}
+
+// B[r][j] of group grp. Forward: the im2col column of X (j = n * L + output position).
+// Input gradient: dY at the output position that kernel offset k maps onto input position
+// j = n * I + i (0 where it falls between strides or outside).
+float load_b(int grp, int r, int j) {
+  if (CONV_MODE == MODE_FORWARD) {
+    const int n = j / g_L, l = j - n * g_L;
+    const int c = r / g_K, k = r - c * g_K;
+    const ivec3 ip = position(l, g_osz) * g_st - g_pd + position(k, g_ks) * g_dl;
+    if (any(lessThan(ip, ivec3(0))) || any(greaterThanEqual(ip, g_isz))) return 0.0;
+    return load_f32(pc.src, g_src_dt, n * g_xsn + (grp * g_CG + c) * g_xs.w + ip.x * g_xs.x +
+                                          ip.y * g_xs.y + ip.z * g_xs.z);
+  }
+  const int n = j / g_I, i = j - n * g_I;
+  const int co = r / g_K, k = r - co * g_K;
+  const ivec3 t = position(i, g_isz) + g_pd - position(k, g_ks) * g_dl;
+  const ivec3 o = t / g_st;
+  if (any(lessThan(t, ivec3(0))) || any(notEqual(o * g_st, t)) || any(greaterThanEqual(o, g_osz)))
+    return 0.0;
+  const int l = (o.x * g_osz.y + o.y) * g_osz.z + o.z;
+  return load_f32(pc.src, g_src_dt, n * g_ys.x + (grp * g_COUT_G + co) * g_ys.y + l * g_ys.z);
+}
+
+// Stores C[m][j] (+ bias) of group grp: Y[n][co][l] (forward) or dX[n][c][i] (input gradient).
+void store_c(int grp, int m, int j, float v) {
+  if (CONV_MODE == MODE_FORWARD) {
+    const int co = grp * g_COUT_G + m;
+    if (pc.aux2 != 0ul) v += load_f32(pc.aux2, g_aux2_dt, co);
+    const int n = j / g_L, l = j - n * g_L;
+    store_f32(pc.dst, g_dst_dt, n * g_ys.x + co * g_ys.y + l * g_ys.z, v);
+    return;
+  }
+  const int c = grp * g_CG + m;
+  if (pc.aux2 != 0ul) v += load_f32(pc.aux2, g_aux2_dt, c);
+  const int n = j / g_I, i = j - n * g_I;
+  const ivec3 ip = position(i, g_isz);
+  store_f32(pc.dst, g_dst_dt, n * g_xsn + c * g_xs.w + ip.x * g_xs.x + ip.y * g_xs.y + ip.z * g_xs.z, v);
+}
+
+// Fetches the A and B tiles of reduction elements r0 .. r0 + BK - 1 for rows m0.. and columns
+// j0.. into a_next / b_next (0 outside the problem).
+void fetch(int lid, int grp, int m0, int j0, int r0) {
+  [[unroll]] for (int e = 0; e < A_PER; ++e) {
+    const int idx = lid + e * WG;
+    const int kk = idx % BK, mm = idx / BK;  // r fastest: consecutive weights per row
+    const int m = m0 + mm, r = r0 + kk;
+    a_next[e] = idx < BM * BK && m < g_M && r < g_R ? load_a(grp, m, r) : 0.0;
+  }
+  [[unroll]] for (int e = 0; e < B_PER; ++e) {
+    const int idx = lid + e * WG;
+    const int nn = idx % BN, kk = idx / BN;  // positions fastest: coalesced along the width
+    const int j = j0 + nn, r = r0 + kk;
+    b_next[e] = idx < BK * BN && j < g_N && r < g_R ? load_b(grp, r, j) : 0.0;
+  }
+}
+
+void main() {
+  g_src_dt = SPEC_SRC_DT >= 0 ? SPEC_SRC_DT : pc.src_dtype;
+  g_dst_dt = SPEC_DST_DT >= 0 ? SPEC_DST_DT : pc.dst_dtype;
+  g_aux_dt = SPEC_AUX_DT >= 0 ? SPEC_AUX_DT : pc.aux_dtype;
+  g_aux2_dt = SPEC_AUX2_DT >= 0 ? SPEC_AUX2_DT : pc.aux2_dtype;
+  ConvGeometry g = ConvGeometry(pc.geometry);
+  g_isz = ivec3(g.in_size[0], g.in_size[1], g.in_size[2]);
+  g_osz = ivec3(g.out_size[0], g.out_size[1], g.out_size[2]);
+  g_ks = ivec3(g.ksize[0], g.ksize[1], g.ksize[2]);
+  g_st = ivec3(g.stride[0], g.stride[1], g.stride[2]);
+  g_pd = ivec3(g.pad[0], g.pad[1], g.pad[2]);
+  g_dl = ivec3(g.dil[0], g.dil[1], g.dil[2]);
+  g_xs = v4(g.x_stride);
+  g_xsn = g.x_stride_n[0];
+  g_ys = v4(g.col_stride);  // Y / dY strides: n, channel, position
+  g_K = g.ksize[3];
+  g_CG = g.stride[3];
+  g_COUT_G = g.pad[3];
+  g_L = g_osz.x * g_osz.y * g_osz.z;
+  g_I = g_isz.x * g_isz.y * g_isz.z;
+  const bool fwd = CONV_MODE == MODE_FORWARD;
+  g_M = fwd ? g_COUT_G : g_CG;
+  g_R = fwd ? g_CG * g_K : g_COUT_G * g_K;
+  g_N = pc.total * (fwd ? g_L : g_I);
+  const int groups = g.out_size[3] / g_COUT_G;
+  const int lid = int(gl_LocalInvocationID.x);
+  const int tn = lid % WN, tm = lid / WN;
+  const int col_tiles = (g_N + BN - 1) / BN, row_tiles = (g_M + BM - 1) / BM;
+
+  // Uniform loop bounds per workgroup: every invocation reaches the same barriers.
+  for (int grp = int(gl_WorkGroupID.z); grp < groups; grp += int(gl_NumWorkGroups.z)) {
+    for (int rt = int(gl_WorkGroupID.y); rt < row_tiles; rt += int(gl_NumWorkGroups.y)) {
+      const int m0 = rt * BM;
+      for (int ct = int(gl_WorkGroupID.x); ct < col_tiles; ct += int(gl_NumWorkGroups.x)) {
+        const int j0 = ct * BN;
+        float acc[TM][TN];
+        [[unroll]] for (int i = 0; i < TM; ++i)
+          [[unroll]] for (int j = 0; j < TN; ++j) acc[i][j] = 0.0;
+        fetch(lid, grp, m0, j0, 0);
+        for (int r0 = 0; r0 < g_R; r0 += BK) {
+          barrier();  // the previous step's products are done with the shared tiles
+          [[unroll]] for (int e = 0; e < A_PER; ++e) {
+            const int idx = lid + e * WG;
+            if (idx < BM * BK) As[(idx % BK) * BM + idx / BK] = a_next[e];
+          }
+          [[unroll]] for (int e = 0; e < B_PER; ++e) {
+            const int idx = lid + e * WG;
+            if (idx < BK * BN) Bs[idx] = b_next[e];  // Bs[(idx / BN) * BN + idx % BN]
+          }
+          barrier();
+          if (r0 + BK < g_R) fetch(lid, grp, m0, j0, r0 + BK);
+          [[unroll]] for (int kk = 0; kk < BK; ++kk) {
+            float av[TM], bv[TN];
+            [[unroll]] for (int i = 0; i < TM; ++i) av[i] = As[kk * BM + tm + i * WM];
+            [[unroll]] for (int j = 0; j < TN; ++j) bv[j] = Bs[kk * BN + tn + j * WN];
+            [[unroll]] for (int i = 0; i < TM; ++i)
+              [[unroll]] for (int j = 0; j < TN; ++j) acc[i][j] += av[i] * bv[j];
+          }
+        }
+        [[unroll]] for (int i = 0; i < TM; ++i) {
+          const int m = m0 + tm + i * WM;
+          if (m >= g_M) continue;
+          [[unroll]] for (int j = 0; j < TN; ++j) {
+            const int jj = j0 + tn + j * WN;
+            if (jj < g_N) store_c(grp, m, jj, acc[i][j]);
+          }
+        }
+      }
+    }
+  }
+}
+#else
 void main() {
   g_src_dt = SPEC_SRC_DT >= 0 ? SPEC_SRC_DT : pc.src_dtype;
   g_dst_dt = SPEC_DST_DT >= 0 ? SPEC_DST_DT : pc.dst_dtype;
@@ -193,3 +384,4 @@ void main() {
   }
 #endif
 }
+#endif  // OP == 3

@@ -2,8 +2,11 @@
 //
 // Every problem is normalized to 3 spatial dims (size-1 leading dims for 1-D / 2-D), then:
 //   forward          direct kernel (small (C / groups) * K), or a plain GEMM on X (1x1,
-//                    stride 1, no padding), or per batch chunk: im2col into col [Nc][C*K][L]
-//                    then Y[n]_g = W_g @ col[n]_g (+ bias) for every (n, g).
+//                    stride 1, no padding), or the implicit GEMM (GPUs: one tiled kernel per
+//                    batch chunk gathering the im2col columns from X while loading its tiles,
+//                    no column buffer), or per batch chunk: im2col into col [Nc][C*K][L]
+//                    then Y[n]_g = W_g @ col[n]_g (+ bias) for every (n, g) (CPU devices,
+//                    whose GEMM is tuned for SIMD lanes; float64).
 //   backward_input   GEMM straight into dX (1x1 case), or per chunk: col[n]_g = W_g^T @ dY[n]_g
 //                    in the accumulator dtype, then col2im (a gather, + bias).
 //   backward_weight  per chunk: col [C*K][Nc*L] (im2col with the batch folded into the
@@ -18,6 +21,7 @@
 #include "kernels/conv.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -199,7 +203,9 @@ void record(Stream& stream, ConvOp op, const Problem& p, int64_t total, ConvPush
             const ConvGeometryBlock& block) {
   if (total <= 0) return;
   if (total > kMaxIndex) invalid(kWhere, "more invocations than the kernel's 32-bit index range");
-  const char* op_name = op == ConvOp::Im2col ? "im2col" : op == ConvOp::Col2im ? "col2im" : "direct";
+  const char* op_name = op == ConvOp::Im2col   ? "im2col"
+                        : op == ConvOp::Col2im ? "col2im"
+                                               : "direct";
   const std::string name = std::string("conv.") + op_name +
                            (p.kind == ComputeKind::Float64 ? ".float64" : ".float32");
   const ShaderBinary* shader = find_shader(name);
@@ -341,6 +347,115 @@ void forward_direct(Stream& stream, const Problem& p, const ConvTensor& y, const
   }
 }
 
+// The implicit GEMM (shaders/conv.comp OP 3; float32 kind): per group a tiled GEMM whose B
+// tile is gathered while it is loaded, one dispatch per batch chunk.
+//   forward (mode 0):         Y = W @ im2col(X) + bias      M = COUT_G, N = Nc * L, R = CG * K
+//   input gradient (mode 1):  dX = W^T @ dYcol + bias       M = CG, N = Nc * I, R = COUT_G * K
+// `g` holds the geometry with X / dX strides in x_stride and Y / dY strides in col_stride;
+// `src` (X or dY) and `dst` (Y or dX) advance by src_n / dst_n elements per sample.
+class ImplicitGemm {
+ public:
+  ImplicitGemm(Stream& stream, const Problem& p, int mode) : stream_(stream), p_(p), mode_(mode) {
+    const ConvTuning::ImplicitTile& t = conv_tuning().implicit_tile;
+    tile_ = t;
+    bm_ = int64_t{t.tm} * t.wm;
+    bn_ = int64_t{t.tn} * t.wn;
+    m_ = mode == 0 ? p.coutg : p.cg;
+    r_ = (mode == 0 ? p.cg : p.coutg) * p.kvol;
+    per_sample_ = mode == 0 ? p.l : p.ivol;
+    row_tiles_ = (m_ + bm_ - 1) / bm_;
+    gy_ = groups(row_tiles_, 1);
+    gz_ = groups(p.groups, 2);
+  }
+  // Whether the loops of an nb-sample chunk stay within the device's loop budget.
+  bool within_budget(int64_t nb) const { return loop_cost(nb) <= loop_budget(stream_); }
+  void record(ConvGeometryBlock g, uint64_t src, DType src_dt, int64_t src_n, uint64_t dst,
+              DType dst_dt, int64_t dst_n, Operand w, Operand bias, int64_t chunk) {
+    if (!within_budget(1))
+      invalid(kWhere, "the reduction of " + std::to_string(r_) +
+                          " elements exceeds the device's loop-iteration limit (max_loop_iterations)");
+    g.stride[3] = static_cast<int32_t>(p_.cg);
+    g.pad[3] = static_cast<int32_t>(p_.coutg);
+    const ShaderBinary* shader = find_shader("conv.implicit.float32");
+    if (!shader) invalid(kWhere, "no shader variant 'conv.implicit.float32' (stale build?)");
+    const uint32_t bias_dt = static_cast<uint32_t>(bias.address ? bias.dtype : src_dt);
+    std::vector<uint32_t> spec;
+    if (tuning().specialize_dtypes)
+      spec = {static_cast<uint32_t>(src_dt), static_cast<uint32_t>(dst_dt),
+              static_cast<uint32_t>(w.dtype), bias_dt};
+    else
+      spec = {UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX};
+    spec.insert(spec.end(), {tile_.tm, tile_.tn, tile_.wm, tile_.wn, tile_.bk,
+                             static_cast<uint32_t>(mode_)});
+    VkPipeline pipeline = stream_.device().pipelines().get(*shader, tile_.wm * tile_.wn, spec);
+    for (int64_t n0 = 0; n0 < p_.n; n0 += chunk) {
+      const int64_t nb = std::min(chunk, p_.n - n0);
+      ConvPush push{};
+      push.src = offset_address(src, n0 * src_n, src_dt);
+      push.dst = offset_address(dst, n0 * dst_n, dst_dt);
+      push.aux = w.address;
+      push.aux2 = bias.address;
+      push.total = static_cast<int32_t>(nb);
+      push.src_dtype = static_cast<int32_t>(src_dt);
+      push.dst_dtype = static_cast<int32_t>(dst_dt);
+      push.aux_dtype = static_cast<int32_t>(w.dtype);
+      push.aux2_dtype = static_cast<int32_t>(bias_dt);
+      push.geometry = stream_.upload_params(&g, sizeof(g));
+      const int64_t col_tiles = (nb * per_sample_ + bn_ - 1) / bn_;
+      stream_.dispatch(pipeline, groups(col_tiles, 0), gy_, gz_, &push, sizeof(push));
+    }
+  }
+
+ private:
+  uint32_t groups(int64_t items, int dim) const {
+    const DeviceCapabilities& caps = stream_.device().caps();
+    int64_t cap = std::min<int64_t>(tuning().max_workgroups, caps.max_workgroup_count[dim]);
+    return static_cast<uint32_t>(std::clamp<int64_t>(items, 1, std::max<int64_t>(cap, 1)));
+  }
+  // Loop iterations of an invocation (loop_budget): per tile it owns, the reduction steps
+  // (their unrolled fetch / store / product loops counted once each) and the tile loops.
+  int64_t loop_cost(int64_t nb) const {
+    const int64_t col_tiles = (nb * per_sample_ + bn_ - 1) / bn_;
+    const int64_t gx = groups(col_tiles, 0);
+    const int64_t tiles = (col_tiles + gx - 1) / gx * ((row_tiles_ + gy_ - 1) / gy_) *
+                          ((p_.groups + gz_ - 1) / gz_);
+    return tiles * (3 + (r_ + tile_.bk - 1) / tile_.bk * 4);
+  }
+
+  Stream& stream_;
+  const Problem& p_;
+  int mode_;
+  ConvTuning::ImplicitTile tile_;
+  int64_t bm_ = 0, bn_ = 0, m_ = 0, r_ = 0, per_sample_ = 0, row_tiles_ = 0;
+  uint32_t gy_ = 1, gz_ = 1;
+};
+
+// Whether the implicit GEMM runs (forced, or by default on GPUs: not on CPU devices, whose
+// GEMM is tuned for SIMD lanes) for a float32-kind problem that is not a plain 1x1 GEMM.
+bool use_implicit(Stream& stream, const Problem& p, bool plain_gemm) {
+  const ConvTuning& t = conv_tuning();
+  if (p.kind != ComputeKind::Float32) return false;
+  if (t.algo == ConvTuning::Algo::Implicit) return true;
+  return t.algo == ConvTuning::Algo::Auto && !plain_gemm &&
+         stream.device().caps().device_type != "cpu";
+}
+
+void forward_implicit(Stream& stream, const Problem& p, const ConvTensor& y, const Strides& ys,
+                      int64_t y_l, const ConvTensor& x, const Strides& xs, Operand w, Operand bias) {
+  ImplicitGemm op(stream, p, 0);
+  auto fits = [&](int64_t nb) {
+    return span(xs, nb, p.c, p.in) <= kMaxIndex && span(ys, nb, p.cout, p.out) <= kMaxIndex &&
+           nb * p.l <= kMaxIndex && op.within_budget(nb);
+  };
+  const int64_t chunk = choose_chunk(p, 0, fits);
+  ConvGeometryBlock g = geometry(p, p.c, p.in, p.out, p.k, p.st, p.pd, p.dl);
+  set_x_strides(g, xs);
+  g.col_stride[0] = static_cast<int32_t>(ys.n);
+  g.col_stride[1] = static_cast<int32_t>(ys.c);
+  g.col_stride[2] = static_cast<int32_t>(y_l);
+  op.record(g, x.address, x.dtype, xs.n, y.address, y.dtype, ys.n, w, bias, chunk);
+}
+
 bool is_pointwise(const Problem& p) {
   for (int d = 0; d < 3; ++d)
     if (p.k[d] != 1 || p.st[d] != 1 || p.pd[d] != 0 || p.in[d] != p.out[d]) return false;
@@ -355,6 +470,16 @@ ConvTuning& conv_tuning() {
     const char* v = std::getenv("TORCH_VK_CONV_ALGO");
     if (v && std::string(v) == "im2col") d.algo = ConvTuning::Algo::Im2col;
     if (v && std::string(v) == "direct") d.algo = ConvTuning::Algo::Direct;
+    if (v && std::string(v) == "implicit") d.algo = ConvTuning::Algo::Implicit;
+    // "tm,tn,wm,wn,bk": the implicit GEMM's tile (tests and tuning); ignored unless all five
+    // are positive, wm * wn <= 1024 and the shared tiles fit 48 KiB.
+    if (const char* tile = std::getenv("TORCH_VK_CONV_IMPLICIT_TILE")) {
+      unsigned v5[5] = {};
+      if (std::sscanf(tile, "%u,%u,%u,%u,%u", &v5[0], &v5[1], &v5[2], &v5[3], &v5[4]) == 5 &&
+          *std::min_element(v5, v5 + 5) > 0 && v5[2] * v5[3] <= 1024 &&
+          (uint64_t{v5[0]} * v5[2] + uint64_t{v5[1]} * v5[3]) * v5[4] * 4 <= (48u << 10))
+        d.implicit_tile = {v5[0], v5[1], v5[2], v5[3], v5[4]};
+    }
     const char* b = std::getenv("TORCH_VK_CONV_COLUMN_BYTES");
     if (b && *b) d.column_budget = std::max<int64_t>(1, std::atoll(b));
     return d;
@@ -389,13 +514,17 @@ void conv_forward(Stream& stream, const ConvShape& shape, const ConvTensor& y, c
     return forward_direct(stream, p, y, ys, y_l, xx, xs, ww, bias);
   }
 
+  const int64_t x_l = collapsed_stride(xs, p.in);
+  const bool plain_gemm = t.gemm_1x1 && is_pointwise(p) && x_l >= 0;
+  if (use_implicit(stream, p, plain_gemm))
+    return forward_implicit(stream, p, y, ys, y_l, x, xs, w, bias);
+
   const int64_t ck = p.c * p.kvol, cgk = p.cg * p.kvol;
   Operand2 a{GemmMatrix{w.address, w.dtype, cgk, 1, 0}, 0, p.coutg * cgk};
   Operand2 bias2;
   if (bias.address != 0) bias2 = Operand2{GemmMatrix{bias.address, bias.dtype, 1, 0, 0}, 0, p.coutg};
   const double beta = bias.address != 0 ? 1.0 : 0.0;
-  const int64_t x_l = collapsed_stride(xs, p.in);
-  if (t.gemm_1x1 && is_pointwise(p) && x_l >= 0) {
+  if (plain_gemm) {
     // Y[n]_g = W_g @ X[n]_g with X[n] read in place as a C x L matrix.
     Operand2 b{GemmMatrix{x.address, x.dtype, xs.c, x_l, 0}, xs.n, p.cg * xs.c};
     Operand2 c{GemmMatrix{y.address, y.dtype, ys.c, y_l, 0}, ys.n, p.coutg * ys.c};
@@ -441,7 +570,23 @@ void conv_backward_input(Stream& stream, const ConvShape& shape, const ConvTenso
   // W_g^T: (r, co) at co * CG*K + r.
   const Operand2 wt{GemmMatrix{w.address, w.dtype, 1, cgk, 0}, 0, p.coutg * cgk};
   const int64_t x_l = collapsed_stride(xs, p.in);
-  if (contributes && conv_tuning().gemm_1x1 && is_pointwise(p) && x_l >= 0) {
+  const bool plain_gemm = conv_tuning().gemm_1x1 && is_pointwise(p) && x_l >= 0;
+  if (contributes && use_implicit(stream, p, plain_gemm)) {
+    // dX = W^T @ dYcol (+ bias) without the column buffer and the col2im pass.
+    ImplicitGemm op(stream, p, 1);
+    auto fits = [&](int64_t nb) {
+      return span(xs, nb, p.c, p.in) <= kMaxIndex && span(ys, nb, p.cout, p.out) <= kMaxIndex &&
+             nb * p.ivol <= kMaxIndex && op.within_budget(nb);
+    };
+    const int64_t chunk = choose_chunk(p, 0, fits);
+    ConvGeometryBlock g = geometry(p, p.c, p.in, p.out, p.k, p.st, p.pd, p.dl);
+    set_x_strides(g, xs);
+    g.col_stride[0] = static_cast<int32_t>(ys.n);
+    g.col_stride[1] = static_cast<int32_t>(ys.c);
+    g.col_stride[2] = static_cast<int32_t>(y_l);
+    return op.record(g, dy.address, dy.dtype, ys.n, dx.address, dx.dtype, xs.n, w, bias, chunk);
+  }
+  if (contributes && plain_gemm) {
     Operand2 b{GemmMatrix{dy.address, dy.dtype, ys.c, y_l, 0}, ys.n, p.coutg * ys.c};
     Operand2 c{GemmMatrix{dx.address, dx.dtype, xs.c, x_l, 0}, xs.n, p.cg * xs.c};
     Operand2 bias2;

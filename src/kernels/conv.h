@@ -9,7 +9,8 @@
 // its input gradient is forward, its weight gradient is backward_weight with the roles of X and
 // dY exchanged (see src/aten/ops_conv.cpp).
 //
-// Algorithms (src/kernels/conv.cpp): im2col into a column buffer chunked over the batch, then
+// Algorithms (src/kernels/conv.cpp): the implicit GEMM forward (GPUs: tiles gathered from X,
+// no column buffer); im2col into a column buffer chunked over the batch, then
 // the strided batched GEMM per group; col2im as a gather (deterministic, no atomics); 1x1
 // stride-1 unpadded convolutions are plain GEMMs on X; a direct kernel for small
 // (C / groups) * kernel volume (depthwise). fp32 accumulation for float16 / bfloat16.
@@ -63,11 +64,16 @@ void conv_backward_weight(Stream& stream, const ConvShape& shape, Operand dw, co
 
 // Knobs for tests (process-wide; change only while nothing is launched).
 struct ConvTuning {
-  enum class Algo { Auto, Im2col, Direct };
-  Algo algo = Algo::Auto;              // TORCH_VK_CONV_ALGO=im2col|direct forces the forward's
+  enum class Algo { Auto, Im2col, Direct, Implicit };
+  Algo algo = Algo::Auto;              // TORCH_VK_CONV_ALGO=im2col|direct|implicit forces the forward's
   int64_t column_budget = 64ll << 20;  // bytes of column buffer per chunk (TORCH_VK_CONV_COLUMN_BYTES)
   bool gemm_1x1 = true;                // 1x1 stride-1 unpadded convolutions without im2col
   int64_t direct_max_reduction = 32;   // Auto: direct forward when (C / groups) * K <= this
+  // The implicit GEMM's tile (shaders/conv.comp OP 3): a workgroup of wm x wn invocations,
+  // each with a tm x tn register block, over reduction steps of bk.
+  struct ImplicitTile {
+    uint32_t tm = 4, tn = 4, wm = 16, wn = 16, bk = 16;
+  } implicit_tile;
 };
 ConvTuning& conv_tuning();
 

@@ -313,3 +313,54 @@ def test_im2col_forced_and_chunked():
     r = subprocess.run([sys.executable, "-c", _TUNED_SCRIPT, here], env=full_env,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
+_IMPLICIT_SCRIPT = r"""
+import sys, torch, torch.nn.functional as F
+sys.path.insert(0, sys.argv[1])
+import torch_vk
+torch_vk.set_fallback_mode("error")
+from test_conv import REGULAR, TRANSPOSED, check_conv, conv_nd, conv_t_nd, make, _channels_last
+for i, (nd, n, c, spatial, cout, kernel, kw) in enumerate(REGULAR):
+    groups = kw.get("groups", 1)
+    for dtype in (torch.float32,) + ((torch.float16, torch.bfloat16) if i in (1, 3, 15, 19) else ()):
+        x = make((n, c) + spatial, dtype, low=-1, high=1, seed=1)
+        w = make((cout, c // groups) + kernel, dtype, low=-1, high=1, seed=2)
+        b = make((cout,), dtype, low=-1, high=1, seed=3) if i % 2 == 0 else None
+        fn = conv_nd(nd)
+        check_conv(lambda a, ww, bb: fn(a, ww, bb, **kw), x, w, b)
+# Several tiles in every direction: 70 output channels (> one 64-row tile), 3 x 81 positions
+# (> one 64-column tile), a reduction of 9 x 9 = 81 (several BK steps, a partial last one);
+# channels-last input and output.
+x = make((3, 9, 9, 9), torch.float32, low=-1, high=1, seed=1)
+w = make((70, 9, 3, 3), torch.float32, low=-1, high=1, seed=2)
+b = make((70,), torch.float32, low=-1, high=1, seed=3)
+check_conv(lambda a, ww, bb: F.conv2d(a, ww, bb, padding=1), x, w, b)
+check_conv(lambda a, ww, bb: F.conv2d(a, ww, bb, padding=1), x, w, b, layout=_channels_last)
+# Transposed convolutions: the forward is the implicit input-gradient GEMM (with the bias per
+# channel of its output), the input gradient the implicit forward.
+for i, (nd, n, cin, spatial, cout, kernel, kw) in enumerate(TRANSPOSED):
+    groups = kw.get("groups", 1)
+    x = make((n, cin) + spatial, torch.float32, low=-1, high=1, seed=1)
+    w = make((cin, cout // groups) + kernel, torch.float32, low=-1, high=1, seed=2)
+    b = make((cout,), torch.float32, low=-1, high=1, seed=3) if i % 2 == 0 else None
+    check_conv(lambda a, ww, bb: conv_t_nd(nd)(a, ww, bb, **kw), x, w, b)
+torch.vk.synchronize()
+assert torch_vk._C._validation_error_count() == 0, torch_vk._C._validation_messages()[-3:]
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("tile", ["", "2,2,4,8,8", "3,1,8,4,5"], ids=["default", "small", "odd"])
+def test_implicit_gemm_forced(tile):
+    """The implicit GEMM (the GPUs' default for the forward and the input gradient; CPU devices
+    use im2col + GEMM / col2im) forced on every regular and transposed case and layout, with the default tile and two small profiles (a
+    non-square workgroup, a register block of 3, a reduction step of 5) that put the
+    partial-tile and multi-tile edges into these small problems."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, TORCH_VK_CONV_ALGO="implicit")
+    if tile:
+        env["TORCH_VK_CONV_IMPLICIT_TILE"] = tile
+    r = subprocess.run([sys.executable, "-c", _IMPLICIT_SCRIPT, here], env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
