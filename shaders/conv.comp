@@ -19,7 +19,8 @@
 //                                X[n][g * CG + ci][i(l, k)] * W[co][ci][k],  g = co / COUT_G
 //                  One invocation per output element: for small CG * K (depthwise) where an
 //                  im2col buffer and a GEMM would mostly move data.
-//   OP 3  implicit GEMM (KIND 0 only), forward (CONV_MODE 0) or input gradient (1).
+//   OP 3  implicit GEMM (KIND 0 only), forward (CONV_MODE 0), input gradient (1) or weight
+//                  gradient (2).
 //                  Forward: per group g, Y_g = W_g @ col_g (+ bias) as a
 //                  tiled GEMM of M = COUT_G rows (output channels), N = NB * L columns (the
 //                  batch folded into the output positions, so small images still fill tiles)
@@ -39,6 +40,9 @@
 //                  (0 between strides): the col2im of the im2col path without its buffer.
 //                  Geometry as for col2im (x_stride: dX) with col_stride holding dY's strides
 //                  (n, channel, position).
+//                  Weight gradient (2): dW_g = dY_g @ im2col(X)_g^T, M = COUT_G, N = CG * K,
+//                  R = NB * L (the whole batch in one dispatch: dW is written once, rounded
+//                  once from the fp32 sums); src = X, aux = dY, dst = dW.
 //                  Grid: x over column tiles, y over row tiles, z over the groups (each loops).
 //
 // Math in fp32 for float16 / bfloat16 / float32 operands (KIND 0), fp64 for float64 (KIND 3).
@@ -123,8 +127,8 @@ const int B_PER = (BK * BN + WG - 1) / WG;
 shared float As[BK * BM];  // As[k * BM + m]
 shared float Bs[BK * BN];  // Bs[k * BN + n]
 
-layout(constant_id = 10) const int CONV_MODE = 0;  // 0 forward, 1 input gradient
-const int MODE_FORWARD = 0, MODE_INPUT_GRAD = 1;
+layout(constant_id = 10) const int CONV_MODE = 0;  // 0 forward, 1 input, 2 weight gradient
+const int MODE_FORWARD = 0, MODE_INPUT_GRAD = 1, MODE_WEIGHT_GRAD = 2;
 
 // The problem (set once by main).
 ivec3 g_isz, g_osz, g_ks, g_st, g_pd, g_dl;
@@ -138,26 +142,41 @@ ivec3 position(int linear, ivec3 size) {
   return ivec3(linear / (size.z * size.y), (linear / size.z) % size.y, linear % size.z);
 }
 
+// The im2col element of X for column position (n, l) and row r = c * K + k (c in the group).
+float im2col_x(int grp, int n, int l, int r) {
+  const int c = r / g_K, k = r - c * g_K;
+  const ivec3 ip = position(l, g_osz) * g_st - g_pd + position(k, g_ks) * g_dl;
+  if (any(lessThan(ip, ivec3(0))) || any(greaterThanEqual(ip, g_isz))) return 0.0;
+  return load_f32(pc.src, g_src_dt, n * g_xsn + (grp * g_CG + c) * g_xs.w + ip.x * g_xs.x +
+                                        ip.y * g_xs.y + ip.z * g_xs.z);
+}
+
 // A[m][r] of group grp. Forward: W[co][c, k] with r = c * K + k (row m = output channel).
 // Input gradient: W^T, r = co * K + k over the group's output channels (row m = input channel).
+// Weight gradient: dY[n][co][l] with r = n * L + l (row m = output channel).
 float load_a(int grp, int m, int r) {
   if (CONV_MODE == MODE_FORWARD)
     return load_f32(pc.aux, g_aux_dt, (grp * g_COUT_G + m) * g_R + r);
+  if (CONV_MODE == MODE_WEIGHT_GRAD) {
+    const int n = r / g_L, l = r - n * g_L;
+    return load_f32(pc.aux, g_aux_dt, n * g_ys.x + (grp * g_COUT_G + m) * g_ys.y + l * g_ys.z);
+  }
   const int co = r / g_K, k = r - co * g_K;
   return load_f32(pc.aux, g_aux_dt, ((grp * g_COUT_G + co) * g_CG + m) * g_K + k);
 }
 
 // B[r][j] of group grp. Forward: the im2col column of X (j = n * L + output position).
 // Input gradient: dY at the output position that kernel offset k maps onto input position
-// j = n * I + i (0 where it falls between strides or outside).
+// j = n * I + i (0 where it falls between strides or outside). Weight gradient: the im2col
+// of X transposed (r = n * L + l, j = c * K + k).
 float load_b(int grp, int r, int j) {
   if (CONV_MODE == MODE_FORWARD) {
-    const int n = j / g_L, l = j - n * g_L;
-    const int c = r / g_K, k = r - c * g_K;
-    const ivec3 ip = position(l, g_osz) * g_st - g_pd + position(k, g_ks) * g_dl;
-    if (any(lessThan(ip, ivec3(0))) || any(greaterThanEqual(ip, g_isz))) return 0.0;
-    return load_f32(pc.src, g_src_dt, n * g_xsn + (grp * g_CG + c) * g_xs.w + ip.x * g_xs.x +
-                                          ip.y * g_xs.y + ip.z * g_xs.z);
+    const int n = j / g_L;
+    return im2col_x(grp, n, j - n * g_L, r);
+  }
+  if (CONV_MODE == MODE_WEIGHT_GRAD) {
+    const int n = r / g_L;
+    return im2col_x(grp, n, r - n * g_L, j);
   }
   const int n = j / g_I, i = j - n * g_I;
   const int co = r / g_K, k = r - co * g_K;
@@ -169,8 +188,13 @@ float load_b(int grp, int r, int j) {
   return load_f32(pc.src, g_src_dt, n * g_ys.x + (grp * g_COUT_G + co) * g_ys.y + l * g_ys.z);
 }
 
-// Stores C[m][j] (+ bias) of group grp: Y[n][co][l] (forward) or dX[n][c][i] (input gradient).
+// Stores C[m][j] (+ bias) of group grp: Y[n][co][l] (forward), dX[n][c][i] (input
+// gradient) or dW[co][c, k] (weight gradient, contiguous, no bias).
 void store_c(int grp, int m, int j, float v) {
+  if (CONV_MODE == MODE_WEIGHT_GRAD) {
+    store_f32(pc.dst, g_dst_dt, (grp * g_COUT_G + m) * g_N + j, v);
+    return;
+  }
   if (CONV_MODE == MODE_FORWARD) {
     const int co = grp * g_COUT_G + m;
     if (pc.aux2 != 0ul) v += load_f32(pc.aux2, g_aux2_dt, co);
@@ -222,10 +246,19 @@ void main() {
   g_COUT_G = g.pad[3];
   g_L = g_osz.x * g_osz.y * g_osz.z;
   g_I = g_isz.x * g_isz.y * g_isz.z;
-  const bool fwd = CONV_MODE == MODE_FORWARD;
-  g_M = fwd ? g_COUT_G : g_CG;
-  g_R = fwd ? g_CG * g_K : g_COUT_G * g_K;
-  g_N = pc.total * (fwd ? g_L : g_I);
+  if (CONV_MODE == MODE_FORWARD) {
+    g_M = g_COUT_G;
+    g_R = g_CG * g_K;
+    g_N = pc.total * g_L;
+  } else if (CONV_MODE == MODE_INPUT_GRAD) {
+    g_M = g_CG;
+    g_R = g_COUT_G * g_K;
+    g_N = pc.total * g_I;
+  } else {
+    g_M = g_COUT_G;
+    g_R = pc.total * g_L;
+    g_N = g_CG * g_K;
+  }
   const int groups = g.out_size[3] / g_COUT_G;
   const int lid = int(gl_LocalInvocationID.x);
   const int tn = lid % WN, tm = lid / WN;

@@ -7,9 +7,12 @@
 //                    no column buffer), or per batch chunk: im2col into col [Nc][C*K][L]
 //                    then Y[n]_g = W_g @ col[n]_g (+ bias) for every (n, g) (CPU devices,
 //                    whose GEMM is tuned for SIMD lanes; float64).
-//   backward_input   GEMM straight into dX (1x1 case), or per chunk: col[n]_g = W_g^T @ dY[n]_g
-//                    in the accumulator dtype, then col2im (a gather, + bias).
-//   backward_weight  per chunk: col [C*K][Nc*L] (im2col with the batch folded into the
+//   backward_input   the implicit GEMM dX = W^T @ dYcol (GPUs: the B tile gathered from dY),
+//                    or a GEMM straight into dX (1x1 case), or per chunk:
+//                    col[n]_g = W_g^T @ dY[n]_g in the accumulator dtype, then col2im (a
+//                    gather, + bias).
+//   backward_weight  the implicit GEMM dW = dY @ im2col(X)^T over the whole batch (GPUs, when
+//                    its offsets fit 32 bits), or per chunk: col [C*K][Nc*L] (im2col with the batch folded into the
 //                    columns) and dY^T [COUT][Nc*L] (an im2col with a 1x1 kernel, skipped
 //                    for Nc == 1), then dW_g += dY^T_g @ col_g^T: one GEMM with K = Nc * L.
 //                    Several chunks of 16-bit weights accumulate in a float32 temporary.
@@ -351,6 +354,8 @@ void forward_direct(Stream& stream, const Problem& p, const ConvTensor& y, const
 // tile is gathered while it is loaded, one dispatch per batch chunk.
 //   forward (mode 0):         Y = W @ im2col(X) + bias      M = COUT_G, N = Nc * L, R = CG * K
 //   input gradient (mode 1):  dX = W^T @ dYcol + bias       M = CG, N = Nc * I, R = COUT_G * K
+//   weight gradient (mode 2): dW = dY @ im2col(X)^T         M = COUT_G, N = CG * K, R = N * L
+//                             (one chunk: the whole batch)
 // `g` holds the geometry with X / dX strides in x_stride and Y / dY strides in col_stride;
 // `src` (X or dY) and `dst` (Y or dX) advance by src_n / dst_n elements per sample.
 class ImplicitGemm {
@@ -360,19 +365,21 @@ class ImplicitGemm {
     tile_ = t;
     bm_ = int64_t{t.tm} * t.wm;
     bn_ = int64_t{t.tn} * t.wn;
-    m_ = mode == 0 ? p.coutg : p.cg;
-    r_ = (mode == 0 ? p.cg : p.coutg) * p.kvol;
-    per_sample_ = mode == 0 ? p.l : p.ivol;
+    m_ = mode == 1 ? p.cg : p.coutg;
+    r_ = mode == 0 ? p.cg * p.kvol : mode == 1 ? p.coutg * p.kvol : 0;  // mode 2: per chunk
+    per_sample_ = mode == 0 ? p.l : mode == 1 ? p.ivol : 0;  // columns per sample
     row_tiles_ = (m_ + bm_ - 1) / bm_;
     gy_ = groups(row_tiles_, 1);
     gz_ = groups(p.groups, 2);
   }
   // Whether the loops of an nb-sample chunk stay within the device's loop budget.
   bool within_budget(int64_t nb) const { return loop_cost(nb) <= loop_budget(stream_); }
+  int64_t columns(int64_t nb) const { return mode_ == 2 ? p_.cg * p_.kvol : nb * per_sample_; }
+  int64_t reduction(int64_t nb) const { return mode_ == 2 ? nb * p_.l : r_; }
   void record(ConvGeometryBlock g, uint64_t src, DType src_dt, int64_t src_n, uint64_t dst,
               DType dst_dt, int64_t dst_n, Operand w, Operand bias, int64_t chunk) {
-    if (!within_budget(1))
-      invalid(kWhere, "the reduction of " + std::to_string(r_) +
+    if (!within_budget(mode_ == 2 ? p_.n : 1))
+      invalid(kWhere, "the reduction of " + std::to_string(reduction(mode_ == 2 ? p_.n : 1)) +
                           " elements exceeds the device's loop-iteration limit (max_loop_iterations)");
     g.stride[3] = static_cast<int32_t>(p_.cg);
     g.pad[3] = static_cast<int32_t>(p_.coutg);
@@ -401,7 +408,7 @@ class ImplicitGemm {
       push.aux_dtype = static_cast<int32_t>(w.dtype);
       push.aux2_dtype = static_cast<int32_t>(bias_dt);
       push.geometry = stream_.upload_params(&g, sizeof(g));
-      const int64_t col_tiles = (nb * per_sample_ + bn_ - 1) / bn_;
+      const int64_t col_tiles = (columns(nb) + bn_ - 1) / bn_;
       stream_.dispatch(pipeline, groups(col_tiles, 0), gy_, gz_, &push, sizeof(push));
     }
   }
@@ -415,11 +422,11 @@ class ImplicitGemm {
   // Loop iterations of an invocation (loop_budget): per tile it owns, the reduction steps
   // (their unrolled fetch / store / product loops counted once each) and the tile loops.
   int64_t loop_cost(int64_t nb) const {
-    const int64_t col_tiles = (nb * per_sample_ + bn_ - 1) / bn_;
+    const int64_t col_tiles = (columns(nb) + bn_ - 1) / bn_;
     const int64_t gx = groups(col_tiles, 0);
     const int64_t tiles = (col_tiles + gx - 1) / gx * ((row_tiles_ + gy_ - 1) / gy_) *
                           ((p_.groups + gz_ - 1) / gz_);
-    return tiles * (3 + (r_ + tile_.bk - 1) / tile_.bk * 4);
+    return tiles * (3 + (reduction(nb) + tile_.bk - 1) / tile_.bk * 4);
   }
 
   Stream& stream_;
@@ -652,6 +659,20 @@ void conv_backward_weight(Stream& stream, const ConvShape& shape, Operand dw, co
   const int64_t y_l = collapsed_stride(ys, p.out);
   if (y_l < 0) invalid(kWhere, "grad_output's spatial dims must collapse to one stride");
 
+  // The implicit GEMM when the whole batch is one chunk (dW written once from fp32 sums).
+  if (use_implicit(stream, p, false) && p.n * p.l <= kMaxIndex &&
+      span(xs, p.n, p.c, p.in) <= kMaxIndex && span(ys, p.n, p.cout, p.out) <= kMaxIndex) {
+    ImplicitGemm op(stream, p, 2);
+    if (op.within_budget(p.n)) {
+      ConvGeometryBlock g = geometry(p, p.c, p.in, p.out, p.k, p.st, p.pd, p.dl);
+      set_x_strides(g, xs);
+      g.col_stride[0] = static_cast<int32_t>(ys.n);
+      g.col_stride[1] = static_cast<int32_t>(ys.c);
+      g.col_stride[2] = static_cast<int32_t>(y_l);
+      return op.record(g, x.address, x.dtype, 0, dw.address, dw.dtype, 0,
+                       Operand{dy.address, dy.dtype}, Operand{}, p.n);
+    }
+  }
   // Per sample: C*K*L column elements, plus COUT*L of dY^T when the chunk holds several.
   const int64_t col_per_sample = ck * p.l, dyt_per_sample = p.cout * p.l;
   const int64_t bytes_per_sample = (col_per_sample + dyt_per_sample) * dtype_size(x.dtype);

@@ -9,8 +9,8 @@
 // its input gradient is forward, its weight gradient is backward_weight with the roles of X and
 // dY exchanged (see src/aten/ops_conv.cpp).
 //
-// Algorithms (src/kernels/conv.cpp): the implicit GEMM forward (GPUs: tiles gathered from X,
-// no column buffer); im2col into a column buffer chunked over the batch, then
+// Algorithms (src/kernels/conv.cpp): implicit GEMMs for the forward, input and weight
+// gradients (GPUs: tiles gathered from X / dY, no column buffer); im2col into a column buffer chunked over the batch, then
 // the strided batched GEMM per group; col2im as a gather (deterministic, no atomics); 1x1
 // stride-1 unpadded convolutions are plain GEMMs on X; a direct kernel for small
 // (C / groups) * kernel volume (depthwise). fp32 accumulation for float16 / bfloat16.

@@ -353,8 +353,8 @@ print("ok")
 
 @pytest.mark.parametrize("tile", ["", "2,2,4,8,8", "3,1,8,4,5"], ids=["default", "small", "odd"])
 def test_implicit_gemm_forced(tile):
-    """The implicit GEMM (the GPUs' default for the forward and the input gradient; CPU devices
-    use im2col + GEMM / col2im) forced on every regular and transposed case and layout, with the default tile and two small profiles (a
+    """The implicit GEMMs (the GPUs' default for the forward, the input and the weight
+    gradient; CPU devices use im2col + GEMM / col2im) forced on every regular and transposed case and layout, with the default tile and two small profiles (a
     non-square workgroup, a register block of 3, a reduction step of 5) that put the
     partial-tile and multi-tile edges into these small problems."""
     here = os.path.dirname(os.path.abspath(__file__))
