@@ -29,6 +29,15 @@
 // (m, l, 0, 0), v[1 + c] = acc[c]): read when j_begin > 0, written instead of the output
 // when j_end < S; the launcher records the key chunks of a row block in order on one stream.
 //
+// Split-KV (the tiled kernel with `state` != 0; decode: few query rows, many keys): the keys
+// are cut into gl_NumWorkGroups.z chunks of j_end keys (a multiple of BC), workgroup z
+// covering chunk z, so (batch * head) x query tiles x chunks workgroups share the work. Each
+// writes its row's partial (m, l, acc[Ev]) unnormalized to state (float32, at
+// ((bh * L + i) * chunks + z) * (Ev + 2)) instead of the output, and variant COMBINE (one
+// invocation per (row, element of Ev + 1)) merges the chunks: M = max m_z,
+// l = sum l_z exp(m_z - M), out = sum acc_z exp(m_z - M) / l, lse = M + log l (j_begin holds
+// the chunk count there).
+//
 // Variant PROBS (the backward's recomputation): scores [b, h, i, j] (float32, contiguous,
 // q . k^T from a GEMM) are turned in place into the probabilities
 //   p_ij = exp(scale * scores_ij + bias_ij - lse[b,h,i])   (0 where excluded, as above, and in
@@ -53,12 +62,15 @@
 #ifndef ROWS
 #define ROWS 0
 #endif
+#ifndef COMBINE
+#define COMBINE 0
+#endif
 #define BR 16                 // query rows per workgroup
 #define TPR 4                 // invocations per query row
 #define BC 16                 // keys per shared-memory tile
 #define SLICE (DMAX / TPR)    // head-dim elements per invocation
 
-#if PROBS
+#if PROBS || COMBINE
 layout(local_size_x = 256) in;
 #elif ROWS
 layout(local_size_x_id = 0) in;
@@ -120,6 +132,39 @@ void main() {
     const float lse = RefF32(tvk_elem_addr(P.lse, int(r), 2)).v;
     const bool zero = excluded(P, b, h, i, j, x) || lse == NEG_INF;
     RefF32(tvk_elem_addr(P.o, int(idx), 2)).v = zero ? 0.0 : tvk_exp(x - lse);
+  }
+}
+#elif COMBINE
+void main() {
+  Params P = Params(pc.params);
+  const int chunks = P.j_begin, Ev = P.Ev, L = P.L;
+  const uint per_row = uint(Ev + 1);  // Ev outputs, then the lse
+  const uint total = uint(P.batch) * uint(P.heads) * uint(L) * per_row;
+  const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint idx = gl_GlobalInvocationID.x; idx < total; idx += step) {
+    const int d = int(idx % per_row);
+    const int r = int(idx / per_row);  // (bh, i)
+    const int i = r % L, bh = r / L;
+    const int b = bh / P.heads, h = bh % P.heads;
+    const int base = r * chunks * (Ev + 2);
+    float mx = NEG_INF;
+    for (int z = 0; z < chunks; ++z) mx = max(mx, RefF32(tvk_elem_addr(P.state, base + z * (Ev + 2), 2)).v);
+    float l = 0.0, acc = 0.0;
+    if (mx != NEG_INF) {
+      for (int z = 0; z < chunks; ++z) {
+        const int zb = base + z * (Ev + 2);
+        const float mz = RefF32(tvk_elem_addr(P.state, zb, 2)).v;
+        if (mz == NEG_INF) continue;  // no allowed key in the chunk: l = acc = 0
+        const float f = tvk_exp(mz - mx);
+        l += RefF32(tvk_elem_addr(P.state, zb + 1, 2)).v * f;
+        if (d < Ev) acc += RefF32(tvk_elem_addr(P.state, zb + 2 + d, 2)).v * f;
+      }
+    }
+    if (d == Ev) {
+      store_f32(P.lse, DT_FLOAT32, r, l > 0.0 ? mx + tvk_log(l) : NEG_INF);
+    } else {
+      store_f32(P.o, P.dtype, b * P.o_sb + h * P.o_sh + i * P.o_sl + d, l > 0.0 ? acc / l : 0.0);
+    }
   }
 }
 #elif ROWS
@@ -250,8 +295,13 @@ void main() {
   // Keys beyond the last row of this tile are all masked under is_causal.
   int kv_end = S;
   if (causal) kv_end = min(S, int(gl_WorkGroupID.x) * BR + BR);
+  // Split-KV: this workgroup's chunk of keys.
+  const bool split = P.state != 0ul;
+  const int j_lo = split ? int(gl_WorkGroupID.z) * P.j_end : 0;
+  const int j_hi = split ? min(S, j_lo + P.j_end) : S;
+  kv_end = min(kv_end, j_hi);
 
-  for (int j0 = 0; j0 < kv_end; j0 += BC) {
+  for (int j0 = j_lo; j0 < kv_end; j0 += BC) {
     barrier();  // the previous tile is no longer read
     for (int idx = int(lid); idx < BC * E; idx += BR * TPR) {
       const int r = idx / E, d = idx - r * E;
@@ -277,7 +327,7 @@ void main() {
       float x = 0.0;
       for (int t = 0; t < TPR; ++t) x += Sp[row][t][jj];
       const int j = j0 + jj;
-      if (!valid || j >= S || excluded(P, b, h, i, j, x)) x = NEG_INF;
+      if (!valid || j >= j_hi || excluded(P, b, h, i, j, x)) x = NEG_INF;
       s[jj] = x;
       tile_max = max(tile_max, x);
     }
@@ -300,6 +350,18 @@ void main() {
   }
 
   if (!valid) return;
+  if (split) {  // the chunk's partial state, merged by COMBINE
+    const int zb = ((bh * P.L + i) * int(gl_NumWorkGroups.z) + int(gl_WorkGroupID.z)) * (Ev + 2);
+    if (lane == 0) {
+      RefF32(tvk_elem_addr(P.state, zb, 2)).v = m;
+      RefF32(tvk_elem_addr(P.state, zb + 1, 2)).v = l;
+    }
+    for (int c = 0; c < SLICE; ++c) {
+      const int d = c * TPR + lane;
+      if (d < Ev) RefF32(tvk_elem_addr(P.state, zb + 2 + d, 2)).v = acc[c];
+    }
+    return;
+  }
   const float inv = l > 0.0 ? 1.0 / l : 0.0;
   const int o_base = b * P.o_sb + h * P.o_sh + i * P.o_sl;
   for (int c = 0; c < SLICE; ++c) {

@@ -203,6 +203,22 @@ AttentionTuning::Algo attention_algorithm(Stream& stream) {
   return stream.device().caps().device_type == "cpu" ? Algo::Rows : Algo::Tiled;
 }
 
+// Keys per split-KV chunk of the tiled kernel, 0 for no split. TORCH_VK_ATTENTION_SPLIT_KEYS
+// (read at every launch; rounded up to whole key tiles) forces the chunk size; else the keys
+// are split when the query tiles leave a GPU mostly idle (fewer than 256 workgroups: decode,
+// few rows against many keys), into chunks of at least 256 keys and at most 64 chunks.
+static int64_t split_keys(Stream& stream, const AttentionForward& p, int64_t tiles) {
+  int64_t keys = attention_tuning().split_keys;
+  if (const char* v = std::getenv("TORCH_VK_ATTENTION_SPLIT_KEYS"); v && *v) keys = std::atoll(v);
+  if (keys > 0) return (keys + kRowsPerGroup - 1) / kRowsPerGroup * kRowsPerGroup;
+  const int64_t workgroups = tiles * p.batch * p.heads;
+  if (keys < 0 || workgroups >= 256 || p.S < 512) return 0;
+  const int64_t chunks = std::clamp<int64_t>(256 / workgroups, 2, 64);
+  keys = std::max<int64_t>(256, (p.S + chunks - 1) / chunks);
+  (void)stream;
+  return (keys + kRowsPerGroup - 1) / kRowsPerGroup * kRowsPerGroup;
+}
+
 void attention_forward(Stream& stream, const AttentionForward& p) {
   if (p.batch < 0 || p.heads < 0 || p.L < 0 || p.S < 0) invalid(kWhere, "negative size");
   if (p.E < 1 || p.Ev < 1 || p.E > kAttentionMaxHeadDim || p.Ev > kAttentionMaxHeadDim)
@@ -264,10 +280,36 @@ void attention_forward(Stream& stream, const AttentionForward& p) {
   const ShaderBinary* shader = find_shader(name);
   if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
   if (tiles > 65535) invalid(kWhere, "more than 65535 query tiles");
-  const uint64_t params = stream.upload_params(&a, sizeof a);
   VkPipeline pipeline = stream.device().pipelines().get(*shader, kWorkgroup);
+  const int64_t keys = split_keys(stream, p, tiles);
+  const int64_t chunks = keys > 0 ? (p.S + keys - 1) / keys : 1;
+  if (chunks <= 1) {
+    const uint64_t params = stream.upload_params(&a, sizeof a);
+    stream.dispatch(pipeline, static_cast<uint32_t>(tiles),
+                    static_cast<uint32_t>(p.batch * p.heads), 1, &params, sizeof params);
+    return;
+  }
+  // Split-KV: every chunk of `keys` keys in its own workgroups, then one merge pass.
+  const int64_t state_floats = p.batch * p.heads * p.L * chunks * (p.Ev + 2);
+  if (state_floats > kMaxIndex) invalid(kWhere, "split-KV state beyond the 32-bit index range");
+  Allocator& allocator = stream.device().allocator();
+  const uint64_t state = allocator.allocate(static_cast<uint64_t>(state_floats) * 4, stream.id());
+  a.state = state;
+  a.j_end = narrow(keys);
+  const uint64_t params = stream.upload_params(&a, sizeof a);
   stream.dispatch(pipeline, static_cast<uint32_t>(tiles), static_cast<uint32_t>(p.batch * p.heads),
-                  1, &params, sizeof params);
+                  static_cast<uint32_t>(chunks), &params, sizeof params);
+  const ShaderBinary* combine = find_shader("attention.combine");
+  if (!combine) {
+    allocator.free(state);
+    invalid(kWhere, "no shader variant 'attention.combine' (stale build?)");
+  }
+  a.j_begin = narrow(chunks);
+  const uint64_t combine_params = stream.upload_params(&a, sizeof a);
+  const int64_t total = p.batch * p.heads * p.L * (p.Ev + 1);
+  stream.dispatch(stream.device().pipelines().get(*combine, 256), group_count(stream, total, 256),
+                  1, 1, &combine_params, sizeof combine_params);
+  allocator.free(state);  // stream order: a later reuse runs after these dispatches
 }
 
 void attention_probabilities(Stream& stream, const AttentionForward& p, Operand scores) {

@@ -39,7 +39,8 @@ constexpr int64_t kAttentionMaxHeadDim = 128;
 
 // Strategies of the forward kernel:
 //   Tiled  one workgroup per (batch * head, 16 query rows), 4 invocations per row, k / v tiles
-//          through shared memory (GPUs).
+//          through shared memory (GPUs); with few query tiles (decode) the keys are split
+//          into chunks of their own workgroups and merged by a second pass (split-KV).
 //   Rows   one invocation per query row, no shared memory, no barriers (CPU devices such as
 //          lavapipe, where barriers are coroutine switches and shared memory saves no traffic).
 // Auto picks Rows on devices of type "cpu", Tiled elsewhere. Where the device limits an
@@ -55,6 +56,10 @@ struct AttentionTuning {
   // constants (one pipeline per combination); false: all from the parameter block, scalar
   // access only (one pipeline per head-dim bound).
   bool rows_specialize = true;
+  // Tiled: keys per split-KV chunk (> 0 forces splitting, rounded up to whole tiles of 16;
+  // -1 never splits; 0: TORCH_VK_ATTENTION_SPLIT_KEYS, else split when the query tiles give
+  // fewer than 256 workgroups over at least 512 keys). See shaders/attention.comp.
+  int64_t split_keys = 0;
 };
 AttentionTuning& attention_tuning();
 

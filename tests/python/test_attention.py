@@ -31,11 +31,16 @@ BWD_TOL = {torch.float32: dict(atol=5e-5, rtol=5e-5), torch.float16: dict(atol=1
            torch.bfloat16: dict(atol=6e-2, rtol=6e-2)}
 
 
-@pytest.fixture(params=["rows", "tiled"])
+@pytest.fixture(params=["rows", "tiled", "tiled-split"])
 def algo(request, monkeypatch):
-    """Forces one strategy of the fused forward kernel for the test."""
-    monkeypatch.setenv("TORCH_VK_ATTENTION_ALGO", request.param)
-    return request.param
+    """Forces one strategy of the fused forward kernel for the test. tiled-split: the tiled
+    kernel with the keys split into chunks of 16 (one key tile each: every multi-tile case
+    has several chunks) merged by the combine pass, the split-KV path decode takes on GPUs."""
+    name = request.param
+    monkeypatch.setenv("TORCH_VK_ATTENTION_ALGO", name.split("-")[0])
+    if name == "tiled-split":
+        monkeypatch.setenv("TORCH_VK_ATTENTION_SPLIT_KEYS", "16")
+    return name
 
 
 def reference_sdpa(q, k, v, **kw):
@@ -134,6 +139,16 @@ def test_three_dim_inputs(algo):
 
 def test_grouped_query_attention(algo):
     run_both(((2, 4, 9, 16), (2, 2, 12, 16), (2, 2, 12, 16)), torch.float32, enable_gqa=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_decode_long_keys(dtype, algo):
+    # Decode: one or two query rows over 600 keys (GQA, a padding mask). "tiled" splits the
+    # keys on its own here (8 workgroups of query tiles < 256, >= 512 keys: 3 chunks of 256).
+    mask = torch.ones(2, 1, 2, 600, dtype=torch.bool)
+    mask[0, ..., 450:] = False
+    run_both(((2, 4, 2, 32), (2, 2, 600, 32), (2, 2, 600, 32)), dtype, mask=mask, enable_gqa=True)
+    run_both(((1, 2, 1, 64), (1, 2, 600, 64), (1, 2, 600, 64)), dtype, backward=False)
 
 
 def test_non_contiguous_inputs(algo):
