@@ -67,7 +67,7 @@
 #endif
 #define BR 16                 // query rows per workgroup
 #define TPR 4                 // invocations per query row
-#define BC 16                 // keys per shared-memory tile
+#define BC (DMAX > 128 ? 8 : 16)  // keys per shared-memory tile (at most 32 KiB of shared memory)
 #define SLICE (DMAX / TPR)    // head-dim elements per invocation
 
 #if PROBS || COMBINE

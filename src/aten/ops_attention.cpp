@@ -12,7 +12,7 @@
 //     kernel skips -inf keys as it skips false ones, so only that small dispatch remains. Float
 //     masks of any kernel dtype are read as they are (no conversion to q's dtype).
 //   * math -> PyTorch's composite math path (matmul, softmax, ...: all native on vk) for what
-//     the kernel does not cover: dropout, float64, head dims above 128, nested tensors,
+//     the kernel does not cover: dropout, float64, head dims above 256, nested tensors,
 //     masks that do not broadcast to [batch, heads, L, S], mismatched batch dims, ...
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>

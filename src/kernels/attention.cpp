@@ -108,7 +108,7 @@ void fill_common(AttentionParams& a, const AttentionForward& p) {
 // carried through a scratch buffer (see the shader's header).
 void record_rows(Stream& stream, const AttentionForward& p, AttentionParams a) {
   const int64_t dim = std::max(p.E, p.Ev);
-  const int dmax = dim <= 16 ? 16 : dim <= 32 ? 32 : dim <= 64 ? 64 : 128;
+  const int dmax = dim <= 16 ? 16 : dim <= 32 ? 32 : dim <= 64 ? 64 : dim <= 128 ? 128 : 256;
   const std::string name = "attention.rows.d" + std::to_string(dmax);
   const ShaderBinary* shader = find_shader(name);
   if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
@@ -259,20 +259,22 @@ void attention_forward(Stream& stream, const AttentionForward& p) {
   a.v_sb = narrow(p.v_strides.batch), a.v_sh = narrow(p.v_strides.head), a.v_sl = narrow(p.v_strides.row);
   a.o_sb = narrow(p.out_strides.batch), a.o_sh = narrow(p.out_strides.head), a.o_sl = narrow(p.out_strides.row);
   const int64_t tiles = (p.L + kRowsPerGroup - 1) / kRowsPerGroup;
-  const int dmax = std::max(p.E, p.Ev) <= 64 ? 64 : 128;
-  // Tiled runs every key tile in one invocation: per tile the k / v loads (16 * dmax elements
+  const int64_t head_dim = std::max(p.E, p.Ev);
+  const int dmax = head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : 256;
+  // Tiled runs every key tile in one invocation: per tile the k / v loads (bc * dmax elements
   // each over the 64 invocations), the barriers (one iteration each on lavapipe) and a few
   // more (measured: E = 128 truncates past ~15k keys there). Where that is past the device's
   // loop limit (loop_budget), the Rows algorithm, which splits the keys, runs instead.
-  const int64_t key_tiles = (p.S + kRowsPerGroup - 1) / kRowsPerGroup;
-  const bool tiled_fits = key_tiles * (2 * ((16 * dmax + kWorkgroup - 1) / kWorkgroup) + 8) <=
+  const int64_t bc = dmax > 128 ? 8 : 16;  // BC in the shader: keys per tile
+  const int64_t key_tiles = (p.S + bc - 1) / bc;
+  const bool tiled_fits = key_tiles * (2 * ((bc * dmax + kWorkgroup - 1) / kWorkgroup) + 8) <=
                           loop_budget(stream);
   if (attention_algorithm(stream) == AttentionTuning::Algo::Rows || !tiled_fits) {
     record_rows(stream, p, a);
     return;
   }
 
-  const uint32_t shared_bytes = (2 * 16 * dmax + 16 * 4 * 16) * 4;
+  const uint32_t shared_bytes = static_cast<uint32_t>((2 * bc * dmax + 16 * 4 * bc) * 4);
   if (stream.device().caps().max_shared_memory_size < shared_bytes)
     invalid(kWhere, "the device has too little shared memory (" + std::to_string(shared_bytes) +
                         " bytes needed)");

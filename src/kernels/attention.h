@@ -35,7 +35,7 @@ struct AttentionForward {
 };
 
 // Largest head dim (E or Ev) the kernel supports.
-constexpr int64_t kAttentionMaxHeadDim = 128;
+constexpr int64_t kAttentionMaxHeadDim = 256;
 
 // Strategies of the forward kernel:
 //   Tiled  one workgroup per (batch * head, 16 query rows), 4 invocations per row, k / v tiles

@@ -1,6 +1,6 @@
 """scaled_dot_product_attention on vk against PyTorch's CPU: the fused kernel (plain, causal,
 boolean / additive / broadcast masks, custom scale, grouped-query attention, odd sequence
-lengths, head dims 16..128, float32 / float16 / bfloat16, empty batch / heads), its backward,
+lengths, head dims 6..256, float32 / float16 / bfloat16, empty batch / heads), its backward,
 the backend choice, and the explicit matmul + masked_fill + softmax formulation.
 
 The forward kernel has two strategies (src/kernels/attention.h): Tiled (GPUs) and Rows (CPU
@@ -112,7 +112,7 @@ def test_forward_backward(case, dtype, algo):
 
 
 @pytest.mark.parametrize("dims", [(16, 16), (32, 24), (64, 64), (80, 128), (128, 128), (100, 40),
-                                  (6, 10)])
+                                  (6, 10), (256, 256), (200, 136)])
 def test_head_dims(dims, algo):
     E, Ev = dims
     run_both(((1, 2, 17, E), (1, 2, 35, E), (1, 2, 35, Ev)), torch.float32, is_causal=E == 64)
@@ -240,7 +240,9 @@ def test_backend_choice():
     assert torch._fused_sdp_choice(q, q, q, is_causal=True) == fused
     assert torch._fused_sdp_choice(q, q, q, dropout_p=0.5) == math_
     assert torch._fused_sdp_choice(q.double(), q.double(), q.double()) == math_
-    big = torch.zeros(1, 2, 4, 256, device=VK)
+    head_256 = torch.zeros(1, 2, 4, 256, device=VK)
+    assert torch._fused_sdp_choice(head_256, head_256, head_256) == fused
+    big = torch.zeros(1, 2, 4, 264, device=VK)  # above the kernel's largest head dim
     assert torch._fused_sdp_choice(big, big, big) == math_
 
 
