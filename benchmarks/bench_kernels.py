@@ -17,7 +17,8 @@ Default (CPU machines, lavapipe): reports
 --gpu (chosen automatically when CUDA is present and --quick is not given): GPU-sized
 problems against CUDA PyTorch on the same GPU: GEMM 1024..8192 in float32 / float16 /
 bfloat16, add of 2^24..2^27 float32 elements, and model-shaped rows (linear, softmax,
-layer_norm, a ResNet conv2d, GPT-shaped scaled_dot_product_attention). Each row is timed after
+layer_norm, a ResNet conv2d, GPT-shaped scaled_dot_product_attention and a decode step of it).
+Each row is timed after
 warm-up (pipeline creation, cuBLAS heuristics) with a device synchronization around every
 sample; a sample runs enough calls to last a few milliseconds. Rows stop when --budget seconds
 are spent, and the JSON file is rewritten after every row, so a run cut short keeps what it
@@ -262,6 +263,15 @@ def run_gpu_preset(args, vk, ref, results):
                     lambda d, t=(q, k_, v): on(d, *t),
                     lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
                     2 * b * h * l * l * dh, "TFLOP/s")  # causal: half of 4*B*H*L^2*D
+    for dtype in (torch.float16,):
+        dn = str(dtype).replace("torch.", "")
+        b, h, s_, dh = shape((4, 32, 4096, 128), (1, 2, 600, 64))  # decode: one query row
+        q = randn(b, h, 1, dh, dtype=dtype)
+        k_, v = (randn(b, h, s_, dh, dtype=dtype) for _ in range(2))
+        run.measure("models", {"name": f"sdpa decode B={b} H={h} L=1 S={s_} D={dh} {dn}",
+                               "dtype": str(dtype)},
+                    lambda d, t=(q, k_, v): on(d, *t), F.scaled_dot_product_attention,
+                    2 * b * h * s_ * dh * k_.element_size(), "GB/s")  # reads K and V once
     run.save()
 
 
