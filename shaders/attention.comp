@@ -52,6 +52,7 @@
 #define KIND 0
 #include "common.glsl"
 #include "math.glsl"
+#include "attention_mask.glsl"
 
 #ifndef DMAX
 #define DMAX 128
@@ -107,13 +108,8 @@ const float NEG_INF = -1.0 / 0.0;
 
 // Score (i, j) of (b, h) is excluded, or the additive bias to apply (out parameter).
 bool excluded(Params P, int b, int h, int i, int j, inout float x) {
-  if ((P.flags & 1) != 0 && j > i) return true;
-  if ((P.flags & 2) != 0) {
-    const int mi = b * P.m_sb + h * P.m_sh + i * P.m_sl + j * P.m_ss;
-    if (P.mask_dtype == DT_BOOL) return uint(RefU8(tvk_elem_addr(P.mask, mi, 0)).v) == 0u;
-    x += load_f32(P.mask, P.mask_dtype, mi);
-  }
-  return false;
+  return attention_excluded(P.flags, P.mask, P.mask_dtype,
+                            b * P.m_sb + h * P.m_sh + i * P.m_sl + j * P.m_ss, i, j, x);
 }
 
 #if PROBS

@@ -4,8 +4,10 @@
 // here for PrivateUse1) which backend to use:
 //   * overrideable -> _scaled_dot_product_fused_attention_overrideable: the fused forward kernel
 //     (src/kernels/attention.h) writes the output and the row logsumexp in one pass; its
-//     backward recomputes the probabilities from the saved logsumexp with native matmul and
-//     element-wise ops (fp32 math for float16 / bfloat16).
+//     backward recomputes the probabilities from the saved logsumexp, on GPUs in the fused
+//     two-pass kernel (attention_backward), else (CPU devices, head dims above 128, a float
+//     mask that needs its gradient) with native matmul and element-wise ops (fp32 math for
+//     float16 / bfloat16).
 //     A boolean attn_mask reaches the op already converted by PyTorch's composite
 //     scaled_dot_product_attention (convert_boolean_attn_mask: at::where(mask, 0, -inf) in q's
 //     dtype, one element-wise dispatch over the mask's own, unbroadcast shape); the Rows
@@ -24,6 +26,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "aten/vk_common.h"
@@ -212,6 +216,98 @@ fused_attention_forward(const at::Tensor& query, const at::Tensor& key, const at
           at::empty({0}, query.options())};
 }
 
+// Whether the backward takes the fused kernel: TORCH_VK_ATTENTION_BACKWARD=fused|gemm (read at
+// every call), else fused on GPUs and the GEMM recomputation on CPU devices (lavapipe, where
+// barriers are coroutine switches and the GEMMs are tuned for SIMD lanes).
+bool fused_backward_wanted(tvk::Stream& stream) {
+  if (const char* v = std::getenv("TORCH_VK_ATTENTION_BACKWARD"); v && *v) {
+    if (std::strcmp(v, "fused") == 0) return true;
+    if (std::strcmp(v, "gemm") == 0) return false;
+  }
+  return stream.device().caps().device_type != "cpu";
+}
+
+// The fused backward (src/kernels/attention.h, attention_backward) when it covers the problem;
+// false (nothing recorded) otherwise. q4 .. lse: the forward's tensors as 4-D views.
+bool fused_backward(const char* op, const at::Tensor& query, const at::Tensor& key,
+                    const at::Tensor& value, const at::Tensor& grad_out, const at::Tensor& out,
+                    const at::Tensor& logsumexp, const at::Tensor& attn_bias, bool is_causal,
+                    double scale, std::array<bool, 4> grad_input_mask, at::Tensor& dq,
+                    at::Tensor& dk, at::Tensor& dv) {
+  const c10::DeviceGuard guard(query.device());
+  tvk::Stream& stream = current_stream(query.device().index());
+  if (!fused_backward_wanted(stream)) return false;
+  // A float mask's own gradient needs the score gradients materialized: the GEMM path.
+  if (grad_input_mask[3] && attn_bias.defined() && at::isFloatingType(attn_bias.scalar_type()))
+    return false;
+  if (!is_kernel_dtype(query.scalar_type()) || grad_out.scalar_type() != query.scalar_type() ||
+      out.scalar_type() != query.scalar_type() || key.scalar_type() != query.scalar_type() ||
+      value.scalar_type() != query.scalar_type())
+    return false;
+  const bool three_d = query.dim() == 3;
+  auto as4 = [&](const at::Tensor& t) { return head_dim_contiguous(three_d ? t.unsqueeze(0) : t); };
+  const at::Tensor q4 = as4(query), k4 = as4(key), v4 = as4(value), o4 = as4(out), do4 = as4(grad_out);
+  const int64_t B = q4.size(0), H = q4.size(1), L = q4.size(2), E = q4.size(3);
+  const int64_t Hk = k4.size(1), S = k4.size(2), Ev = v4.size(3);
+  if (Hk == 0 || H % Hk != 0 || o4.sizes() != do4.sizes() || o4.size(3) != Ev) return false;
+  kernels::AttentionBackward bp;
+  kernels::AttentionForward& p = bp.forward;
+  p.batch = B, p.heads = H, p.group = H / Hk, p.L = L, p.S = S, p.E = E, p.Ev = Ev;
+  p.scale = static_cast<float>(scale);
+  p.causal = is_causal;
+  if (!kernels::attention_backward_supported(stream, bp)) return false;
+  at::Tensor mask;
+  if (attn_bias.defined()) {
+    at::Tensor bias = attn_bias;
+    if (bias.scalar_type() != at::kBool && !is_kernel_dtype(bias.scalar_type()))
+      bias = bias.to(at::kFloat);
+    std::optional<at::Tensor> m = kernel_mask(bias, query, key);
+    if (!m.has_value()) return false;
+    mask = *m;
+    p.mask = operand(mask, op);
+    for (int d = 0; d < 4; ++d) p.mask_strides[d] = mask.size(d) == 1 ? 0 : mask.stride(d);
+  }
+  // Gradients take the layout of their input (empty_like), written directly when the head dim
+  // is contiguous there.
+  auto grad_for = [&](const at::Tensor& like) {
+    at::Tensor g = at::empty_like(like);
+    return g.size(-1) <= 1 || g.stride(-1) == 1 ? g : at::empty(like.sizes(), like.options());
+  };
+  const at::Tensor gq = grad_for(query), gk = grad_for(key), gv = grad_for(value);
+  const at::Tensor gq4 = three_d ? gq.unsqueeze(0) : gq, gk4 = three_d ? gk.unsqueeze(0) : gk;
+  const at::Tensor gv4 = three_d ? gv.unsqueeze(0) : gv;
+  const at::Tensor lse = logsumexp.to(at::kFloat).contiguous();
+  if (B * H > 0 && (L > 0 || S > 0)) {
+    if (S == 0) {  // no keys: nothing flows back to q
+      gq.zero_();
+    } else if (L == 0) {  // no queries: nothing flows back to k, v
+      gk.zero_();
+      gv.zero_();
+    } else {
+      p.q = operand(q4, op), p.k = operand(k4, op), p.v = operand(v4, op);
+      p.out = operand(o4, op), p.lse = operand(lse, op);
+      p.q_strides = strides_of(q4), p.k_strides = strides_of(k4), p.v_strides = strides_of(v4);
+      p.out_strides = strides_of(o4);
+      bp.grad_out = operand(do4, op);
+      bp.grad_out_strides = strides_of(do4);
+      bp.grad_q = operand(gq4, op), bp.grad_k = operand(gk4, op), bp.grad_v = operand(gv4, op);
+      bp.grad_q_strides = strides_of(gq4), bp.grad_k_strides = strides_of(gk4);
+      bp.grad_v_strides = strides_of(gv4);
+      translate_errors([&] { kernels::attention_backward(stream, bp); });
+    }
+  }
+  auto finish = [](const at::Tensor& g, const at::Tensor& like) {
+    if (g.strides() == like.strides() || like.numel() == 0) return g;
+    at::Tensor result = at::empty_like(like);
+    result.copy_(g);
+    return result;
+  };
+  if (grad_input_mask[0]) dq = finish(gq, query);
+  if (grad_input_mask[1]) dk = finish(gk, key);
+  if (grad_input_mask[2]) dv = finish(gv, value);
+  return true;
+}
+
 // Backward by recomputation: the scores q k^T from a GEMM, turned in place into the
 // probabilities P = exp(scale * scores + bias - lse) by one kernel (masked entries and rows
 // without any allowed key give 0), then the softmax-attention gradients with native GEMMs and
@@ -232,6 +328,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   auto opmath = [](const at::Tensor& t) {
     return t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble ? t : t.to(at::kFloat);
   };
+  {
+    const double sc0 = scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(query.size(-1)));
+    at::Tensor dq0, dk0, dv0;
+    if (fused_backward(op, query, key, value, grad_out, out, logsumexp, attn_bias, is_causal, sc0,
+                       grad_input_mask, dq0, dk0, dv0))
+      return {dq0, dk0, dv0, at::Tensor()};
+  }
   const at::Tensor q = opmath(as4(query)), k = opmath(as4(key)), v = opmath(as4(value));
   const at::Tensor dO = opmath(as4(grad_out)), O = opmath(as4(out));
   const int64_t B = q.size(0), H = q.size(1), L = q.size(2), E = q.size(3);

@@ -45,6 +45,25 @@ struct AttentionParams {
 };
 static_assert(sizeof(AttentionParams) == 184);
 
+// Mirrors `BwdParams` in shaders/attention_backward.comp (std430).
+struct AttentionBackwardParams {
+  uint64_t q, k, v, o, dout, lse, mask, dq, dk, dv, d;
+  int32_t q_sb, q_sh, q_sl;
+  int32_t k_sb, k_sh, k_sl;
+  int32_t v_sb, v_sh, v_sl;
+  int32_t o_sb, o_sh, o_sl;
+  int32_t do_sb, do_sh, do_sl;
+  int32_t dq_sb, dq_sh, dq_sl;
+  int32_t dk_sb, dk_sh, dk_sl;
+  int32_t dv_sb, dv_sh, dv_sl;
+  int32_t m_sb, m_sh, m_sl, m_ss;
+  int32_t batch, heads, group, L, S, E, Ev;
+  int32_t dtype, mask_dtype, flags;
+  float scale;
+  int32_t pad0;
+};
+static_assert(sizeof(AttentionBackwardParams) == 248);
+
 void check_operand(const Operand& op, const char* what) {
   check_dtype(kWhere, op.dtype, what);
   if (op.address == 0) invalid(kWhere, std::string(what) + ": address is 0");
@@ -333,6 +352,128 @@ void attention_probabilities(Stream& stream, const AttentionForward& p, Operand 
   const uint64_t params = stream.upload_params(&a, sizeof a);
   VkPipeline pipeline = stream.device().pipelines().get(*shader, 256);
   stream.dispatch(pipeline, group_count(stream, total, 256), 1, 1, &params, sizeof params);
+}
+
+// ---------------------------------------------------------------- backward
+
+namespace {
+
+constexpr const char* kBackwardWhere = "tvk::kernels::attention_backward";
+constexpr int64_t kBackwardTile = 16;  // BR = BC in shaders/attention_backward.comp
+
+// Loop iterations of the passes' invocations (loop_budget): per tile of the other side, the
+// loads of two tiles over the 64 invocations, the barriers and the products (counted once).
+bool backward_within_budget(Stream& stream, const AttentionForward& p, int dmax) {
+  const int64_t per_tile = 2 * ((kBackwardTile * dmax + 63) / 64) + 12;
+  const int64_t key_tiles = (p.S + kBackwardTile - 1) / kBackwardTile;
+  const int64_t query_tiles = (p.L + kBackwardTile - 1) / kBackwardTile;
+  const int64_t budget = loop_budget(stream);
+  return key_tiles * per_tile <= budget && p.group * query_tiles * per_tile <= budget;
+}
+
+}  // namespace
+
+bool attention_backward_supported(Stream& stream, const AttentionBackward& problem) {
+  const AttentionForward& p = problem.forward;
+  if (p.E < 1 || p.Ev < 1 || p.E > kAttentionBackwardMaxHeadDim || p.Ev > kAttentionBackwardMaxHeadDim)
+    return false;
+  if (p.group < 1 || p.heads % p.group != 0) return false;
+  if (p.batch * p.heads > 65535 || (p.L + kBackwardTile - 1) / kBackwardTile > 65535 ||
+      (p.S + kBackwardTile - 1) / kBackwardTile > 65535)
+    return false;
+  const int dmax = std::max(p.E, p.Ev) <= 64 ? 64 : 128;
+  const uint64_t shared_bytes = (2 * kBackwardTile * dmax + 2 * kBackwardTile * 4 * kBackwardTile + 64) * 4;
+  if (stream.device().caps().max_shared_memory_size < shared_bytes) return false;
+  return backward_within_budget(stream, p, dmax);
+}
+
+void attention_backward(Stream& stream, const AttentionBackward& problem) {
+  const AttentionForward& p = problem.forward;
+  if (p.batch < 0 || p.heads < 0 || p.L < 0 || p.S < 0) invalid(kBackwardWhere, "negative size");
+  if (p.batch == 0 || p.heads == 0) return;
+  if (!attention_backward_supported(stream, problem))
+    invalid(kBackwardWhere, "problem outside the fused backward (head dims <= " +
+                                std::to_string(kAttentionBackwardMaxHeadDim) +
+                                ", grid, shared memory or loop limits)");
+  for (auto [op, what] : {std::pair{&p.q, "query"}, {&p.k, "key"}, {&p.v, "value"},
+                          {&p.out, "output"}, {&p.lse, "logsumexp"},
+                          {&problem.grad_out, "grad_out"}, {&problem.grad_q, "grad_query"},
+                          {&problem.grad_k, "grad_key"}, {&problem.grad_v, "grad_value"}}) {
+    check_dtype(kBackwardWhere, op->dtype, what);
+    if (op->address == 0) invalid(kBackwardWhere, std::string(what) + ": address is 0");
+    if (op->address % dtype_size(op->dtype) != 0)
+      invalid(kBackwardWhere, std::string(what) + ": address is not aligned to its element size");
+    if (op != &p.lse && op->dtype != p.q.dtype)
+      invalid(kBackwardWhere, std::string(what) + ": every tensor must have q's dtype");
+  }
+  if (!is_float_storage(p.q.dtype)) invalid(kBackwardWhere, "q must be float16, bfloat16 or float32");
+  if (p.lse.dtype != DType::Float32) invalid(kBackwardWhere, "logsumexp must be float32");
+  check_mask(p);
+  const int64_t kv_heads = p.heads / p.group;
+  auto check_span = [&](const AttentionStrides& st, int64_t heads, int64_t rows, int64_t dim,
+                        const char* what) {
+    if (span({{p.batch, st.batch}, {heads, st.head}, {rows, st.row}, {dim, 1}}) > kMaxIndex)
+      invalid(kBackwardWhere, std::string(what) + ": offsets beyond the 32-bit index range");
+  };
+  check_span(p.q_strides, p.heads, p.L, p.E, "query");
+  check_span(p.k_strides, kv_heads, p.S, p.E, "key");
+  check_span(p.v_strides, kv_heads, p.S, p.Ev, "value");
+  check_span(p.out_strides, p.heads, p.L, p.Ev, "output");
+  check_span(problem.grad_out_strides, p.heads, p.L, p.Ev, "grad_out");
+  check_span(problem.grad_q_strides, p.heads, p.L, p.E, "grad_query");
+  check_span(problem.grad_k_strides, kv_heads, p.S, p.E, "grad_key");
+  check_span(problem.grad_v_strides, kv_heads, p.S, p.Ev, "grad_value");
+  if (p.batch * p.heads * p.L > kMaxIndex) invalid(kBackwardWhere, "logsumexp beyond the 32-bit index range");
+
+  AttentionBackwardParams a{};
+  auto strides = [](const AttentionStrides& st, int32_t& sb, int32_t& sh, int32_t& sl) {
+    sb = narrow(st.batch), sh = narrow(st.head), sl = narrow(st.row);
+  };
+  a.q = p.q.address, a.k = p.k.address, a.v = p.v.address, a.o = p.out.address;
+  a.dout = problem.grad_out.address, a.lse = p.lse.address;
+  a.dq = problem.grad_q.address, a.dk = problem.grad_k.address, a.dv = problem.grad_v.address;
+  strides(p.q_strides, a.q_sb, a.q_sh, a.q_sl);
+  strides(p.k_strides, a.k_sb, a.k_sh, a.k_sl);
+  strides(p.v_strides, a.v_sb, a.v_sh, a.v_sl);
+  strides(p.out_strides, a.o_sb, a.o_sh, a.o_sl);
+  strides(problem.grad_out_strides, a.do_sb, a.do_sh, a.do_sl);
+  strides(problem.grad_q_strides, a.dq_sb, a.dq_sh, a.dq_sl);
+  strides(problem.grad_k_strides, a.dk_sb, a.dk_sh, a.dk_sl);
+  strides(problem.grad_v_strides, a.dv_sb, a.dv_sh, a.dv_sl);
+  const bool has_mask = p.mask.address != 0;
+  a.mask = has_mask ? p.mask.address : 0;
+  if (has_mask) {
+    a.m_sb = narrow(p.mask_strides[0]), a.m_sh = narrow(p.mask_strides[1]);
+    a.m_sl = narrow(p.mask_strides[2]), a.m_ss = narrow(p.mask_strides[3]);
+  }
+  a.batch = narrow(p.batch), a.heads = narrow(p.heads), a.group = narrow(p.group);
+  a.L = narrow(p.L), a.S = narrow(p.S), a.E = narrow(p.E), a.Ev = narrow(p.Ev);
+  a.dtype = static_cast<int32_t>(p.q.dtype);
+  a.mask_dtype = static_cast<int32_t>(has_mask ? p.mask.dtype : DType::Bool);
+  a.flags = (p.causal ? 1 : 0) | (has_mask ? 2 : 0);
+  a.scale = p.scale;
+
+  const int dmax = std::max(p.E, p.Ev) <= 64 ? 64 : 128;
+  const std::string suffix = ".d" + std::to_string(dmax);
+  const ShaderBinary* dq_shader = find_shader("attention_backward.dq" + suffix);
+  const ShaderBinary* dkv_shader = find_shader("attention_backward.dkv" + suffix);
+  if (!dq_shader || !dkv_shader)
+    invalid(kBackwardWhere, "no shader variant 'attention_backward.*" + suffix + "' (stale build?)");
+  Allocator& allocator = stream.device().allocator();
+  const int64_t rows = p.batch * p.heads * p.L;
+  const uint64_t d = rows > 0 ? allocator.allocate(static_cast<uint64_t>(rows) * 4, stream.id()) : 0;
+  a.d = d != 0 ? d : p.lse.address;  // no query rows: D is never read nor written
+  const uint64_t params = stream.upload_params(&a, sizeof a);
+  const uint32_t wg = static_cast<uint32_t>(kBackwardTile * 4);
+  const uint32_t query_tiles = static_cast<uint32_t>((p.L + kBackwardTile - 1) / kBackwardTile);
+  const uint32_t key_tiles = static_cast<uint32_t>((p.S + kBackwardTile - 1) / kBackwardTile);
+  if (query_tiles > 0)
+    stream.dispatch(stream.device().pipelines().get(*dq_shader, wg), query_tiles,
+                    static_cast<uint32_t>(p.batch * p.heads), 1, &params, sizeof params);
+  if (key_tiles > 0)
+    stream.dispatch(stream.device().pipelines().get(*dkv_shader, wg), key_tiles,
+                    static_cast<uint32_t>(p.batch * kv_heads), 1, &params, sizeof params);
+  if (d != 0) allocator.free(d);  // stream order: a later reuse runs after both passes
 }
 
 }  // namespace tvk::kernels

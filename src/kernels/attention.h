@@ -79,4 +79,29 @@ void attention_forward(Stream& stream, const AttentionForward& problem);
 // dtype only for a float mask's dtype.
 void attention_probabilities(Stream& stream, const AttentionForward& problem, Operand scores);
 
+// The fused backward (shaders/attention_backward.comp): the forward's problem (sizes, scale,
+// causal, mask, q, k, v, out = the forward's output O, lse = its logsumexp) and the gradients:
+// grad_out (dO) in, grad_q / grad_k / grad_v out, all in q's dtype with the head dim
+// contiguous. Two passes recompute the probabilities from lse tile by tile (nothing of size
+// L x S is stored): dq (and D = rowsum(dO * O), in a float32 scratch buffer), then dk and dv
+// with every query head of a key head summed by the key's own invocations (GQA without
+// atomics). A float mask's gradient is not computed here.
+struct AttentionBackward {
+  AttentionForward forward;
+  Operand grad_out, grad_q, grad_k, grad_v;
+  AttentionStrides grad_out_strides, grad_q_strides, grad_k_strides, grad_v_strides;
+};
+
+// Largest head dim of the fused backward.
+constexpr int64_t kAttentionBackwardMaxHeadDim = 128;
+
+// Whether attention_backward runs `problem` on this stream's device: head dims within
+// kAttentionBackwardMaxHeadDim, batch * heads and the tiles within the grid limits, the
+// passes' loops within the device's loop limit (lavapipe), enough shared memory.
+bool attention_backward_supported(Stream& stream, const AttentionBackward& problem);
+
+// Records both passes. Throws std::invalid_argument for what attention_backward_supported
+// rejects and for the forward's argument errors.
+void attention_backward(Stream& stream, const AttentionBackward& problem);
+
 }  // namespace tvk::kernels
