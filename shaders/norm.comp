@@ -31,6 +31,9 @@
 //   OP 1  x    dx   w   dy  mean        rstd         dweight      dbias
 //   OP 2  x    -    -   dy  mean        rstd         dweight      dbias
 // (FLAG_RUNNING: slots a4 / a5 hold running_mean / running_var, typed dt_stat.)
+// FLAG_RESIDUAL (OP 0, layer / RMS norm): the normalized input is h = x + residual, rounded
+// to dt_run (the dtype of x, residual and h), with the residual at a6; h is stored at a7
+// (the fused residual-add + norm of torch.compile, one read of x and of the residual).
 // Any address but x, dy and (OP 1/2) the statistics may be 0: not read / not written.
 // Specialization constants: 0 = local_size_x (a power of two), 1..6 = dtypes of x, out
 // (y / dx), dy, params (w, b, dweight, dbias), stats (a4, a5), running stats (a6, a7)
@@ -84,6 +87,7 @@
 #define FLAG_RUNNING 2
 #define FLAG_UPDATE 4
 #define FLAG_TRAIN 8
+#define FLAG_RESIDUAL 16  // OP 0, LAYOUT_ROW: the input is x + residual (a6), also stored (a7)
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const int SPEC_X_DT = -1;
@@ -163,6 +167,15 @@ void load_stats(int s, out T mean, out T rstd) {
   rstd = has(FLAG_RUNNING) ? T(1) / sqrt(v + g_eps) : v;
 }
 
+#if OP == 0
+// Element e of the normalized input: x, or x + residual rounded to its dtype (FLAG_RESIDUAL).
+T load_input(int e) {
+  T v = LOAD_T(pc.a[0], g_x_dt, e);
+  if (has(FLAG_RESIDUAL)) v = tvk_round_to(v + LOAD_T(pc.a[6], g_run_dt, e), g_run_dt);
+  return v;
+}
+#endif
+
 // ---- sums over the scope: every invocation receives the totals ----
 void group_sum2(inout T a, inout T b, int scope) {
   if (scope == SCOPE_THREAD) return;
@@ -212,14 +225,14 @@ void forward_segment(uint c, uint first, uint step, int scope) {
       // Shifted by the segment's first element: a constant segment has mean exactly x0, so
       // its deviations and its normalized values are exactly 0 (as the CPU's Welford
       // moments give), and the sum carries less cancellation error in general.
-      T x0 = n > 0u ? LOAD_T(pc.a[0], g_x_dt, elem(c, 0u)) : T(0);
-      for (uint r = first; r < n; r += step) s += LOAD_T(pc.a[0], g_x_dt, elem(c, r)) - x0;
+      T x0 = n > 0u ? load_input(elem(c, 0u)) : T(0);
+      for (uint r = first; r < n; r += step) s += load_input(elem(c, r)) - x0;
       group_sum2(s, unused, scope);
       mean = n > 0u ? x0 + s / T(n) : T(0);
     }
     T m2 = T(0);
     for (uint r = first; r < n; r += step) {
-      T d = LOAD_T(pc.a[0], g_x_dt, elem(c, r)) - mean;
+      T d = load_input(elem(c, r)) - mean;
       m2 += d * d;
     }
     group_sum2(m2, unused, scope);
@@ -237,11 +250,14 @@ void forward_segment(uint c, uint first, uint step, int scope) {
       }
     }
   }
-  if (pc.a[1] == 0UL) return;
+  if (pc.a[1] == 0UL && !has(FLAG_RESIDUAL)) return;
   for (uint r = first; r < n; r += step) {
     int e = elem(c, r);
     int p = param_index(c, r);
-    T y = (LOAD_T(pc.a[0], g_x_dt, e) - mean) * rstd;
+    const T xv = load_input(e);
+    if (has(FLAG_RESIDUAL)) STORE_T(pc.a[7], g_run_dt, e, xv);
+    if (pc.a[1] == 0UL) continue;
+    T y = (xv - mean) * rstd;
     y = y * load_param(2, p, T(1)) + load_param(3, p, T(0));
     STORE_T(pc.a[1], g_out_dt, e, y);
   }
@@ -347,14 +363,25 @@ void forward_row_registers(uint c, uint lane, uint lanes, int scope, bool vec) {
   const int n = pc.inner;
   const int base = int(c) * n;
   vec4 xs[R4];
+  const bool residual = has(FLAG_RESIDUAL);
   for (int k = 0; k < R4; ++k) {
     const int ch = int(lane + uint(k) * lanes);
-    xs[k] = 4 * ch < n ? load_row4(pc.a[0], g_x_dt, base, ch, n, vec) : vec4(0.0);
+    if (4 * ch >= n) {
+      xs[k] = vec4(0.0);
+      continue;
+    }
+    xs[k] = load_row4(pc.a[0], g_x_dt, base, ch, n, vec);
+    if (residual) {  // h = x + residual in its dtype, stored as it is read
+      const vec4 h = xs[k] + load_row4(pc.a[6], g_run_dt, base, ch, n, vec);
+      xs[k] = vec4(tvk_round_to(h.x, g_run_dt), tvk_round_to(h.y, g_run_dt),
+                   tvk_round_to(h.z, g_run_dt), tvk_round_to(h.w, g_run_dt));
+      store_row4_masked(pc.a[7], g_run_dt, base, ch, n, vec, xs[k]);
+    }
   }
   float mean = 0.0, unused = 0.0;
   if (has(FLAG_CENTER)) {
     // Shifted by the row's first element, as forward_segment (exact for constant rows).
-    const float x0 = n > 0 ? LOAD_T(pc.a[0], g_x_dt, base) : 0.0;
+    const float x0 = n > 0 ? load_input(base) : 0.0;
     float s = 0.0;
     for (int k = 0; k < R4; ++k) {
       const int ch = int(lane + uint(k) * lanes);

@@ -317,9 +317,12 @@ std::vector<int64_t> stat_shape_of(const Tensor& input, size_t normalized_ndim) 
 }
 
 // Forward of layer norm (center) and RMS norm (!center, mean not produced).
+// With `residual` (and `sum_out`) defined: the normalized input is x + residual, stored to
+// sum_out (the fused residual add; float32 kind).
 void row_norm_forward(const Tensor& x, const Tensor& out, const Tensor& weight, const Tensor& bias,
                       const Tensor& mean, const Tensor& rstd, int64_t M, int64_t N, bool center,
-                      double eps, ComputeKind kind, const char* name) {
+                      double eps, ComputeKind kind, const char* name,
+                      const Tensor& residual = Tensor(), const Tensor& sum_out = Tensor()) {
   if (N == 0) {  // empty rows: mean 0, rstd NaN (as the CPU kernel)
     if (mean.defined()) mean.zero_();
     rstd.fill_(std::numeric_limits<double>::quiet_NaN());
@@ -338,6 +341,8 @@ void row_norm_forward(const Tensor& x, const Tensor& out, const Tensor& weight, 
   p.bias = maybe_operand(bias, name);
   p.save_mean = maybe_operand(mean, name);
   p.save_rstd = operand(rstd, name);
+  p.residual = maybe_operand(residual, name);
+  p.sum_out = maybe_operand(sum_out, name);
   record(x, [&](tvk::Stream& s) { kernels::norm_forward(s, p); });
 }
 
@@ -443,6 +448,39 @@ std::pair<int64_t, int64_t> rms_norm_sizes(const Tensor& input, at::IntArrayRef 
   int64_t M = 1, N = 1;
   for (int64_t d = 0; d < input.dim(); ++d) (d < axis ? M : N) *= input.size(d);
   return {M, N};
+}
+
+// vk::add_layer_norm: (h, y, mean, rstd) with h = input + residual and (y, mean, rstd) =
+// native_layer_norm(h), as the two ops give them (h rounded to the input's dtype before it
+// is normalized), in one kernel: torch.compile's fused residual add + layer norm
+// (torch_vk/compiler/residual_norm.py). float64 runs the two ops.
+std::tuple<Tensor, Tensor, Tensor, Tensor> add_layer_norm(
+    const Tensor& input, const Tensor& residual, at::IntArrayRef normalized_shape,
+    const std::optional<Tensor>& weight_opt, const std::optional<Tensor>& bias_opt, double eps) {
+  TORCH_CHECK(residual.sizes() == input.sizes() && residual.scalar_type() == input.scalar_type() &&
+                  residual.device() == input.device(),
+              "add_layer_norm: the residual must have the input's shape, dtype and device");
+  if (input.scalar_type() == at::kDouble || !at::isFloatingType(input.scalar_type())) {
+    const Tensor h = input + residual;
+    auto [y, mean, rstd] = native_layer_norm(h, c10::fromIntArrayRefSlow(normalized_shape),
+                                             weight_opt, bias_opt, eps);
+    return {h, y, mean, rstd};
+  }
+  const Tensor& weight = value_or_undefined(weight_opt);
+  const Tensor& bias = value_or_undefined(bias_opt);
+  const auto [M, N] = at::native::_check_layer_norm_inputs(input, normalized_shape, weight, bias);
+  const bool mixed = check_param_dtypes(input, weight, bias);
+  const at::ScalarType stat_dtype = at::native::param_scalar_type(input, mixed);
+  const Tensor x = input.contiguous(), r = residual.contiguous();
+  Tensor h = at::empty_like(x, at::MemoryFormat::Contiguous);
+  Tensor out = at::empty_like(x, at::MemoryFormat::Contiguous);
+  Tensor mean = at::empty({M}, x.options().dtype(stat_dtype));
+  Tensor rstd = at::empty({M}, x.options().dtype(stat_dtype));
+  if (M > 0)
+    row_norm_forward(x, out, contiguous_or_undefined(weight), contiguous_or_undefined(bias), mean,
+                     rstd, M, N, /*center=*/true, eps, kind_of(input), "add_layer_norm", r, h);
+  const std::vector<int64_t> stat_shape = stat_shape_of(input, normalized_shape.size());
+  return {h, out, mean.view(stat_shape), rstd.view(stat_shape)};
 }
 
 // aten::rms_norm calls this when the weight (if any) has the input's dtype. Like PyTorch's
@@ -677,6 +715,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_group_norm_backward", TORCH_FN(native_group_norm_backward));
   m.impl("_fused_rms_norm", TORCH_FN(fused_rms_norm));
   m.impl("_fused_rms_norm_backward", TORCH_FN(fused_rms_norm_backward));
+}
+
+TORCH_LIBRARY_FRAGMENT(vk, m) {
+  m.def("add_layer_norm(Tensor input, Tensor residual, int[] normalized_shape, Tensor? weight, "
+        "Tensor? bias, float eps) -> (Tensor, Tensor, Tensor, Tensor)");
+}
+
+TORCH_LIBRARY_IMPL(vk, PrivateUse1, m) {
+  m.impl("add_layer_norm", TORCH_FN(add_layer_norm));
 }
 
 }  // namespace tvk::aten

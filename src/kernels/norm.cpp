@@ -65,6 +65,7 @@ constexpr int kFlagCenter = 1;
 constexpr int kFlagRunning = 2;
 constexpr int kFlagUpdate = 4;
 constexpr int kFlagTrain = 8;
+constexpr int kFlagResidual = 16;
 
 bool check_kind(Stream& stream, ComputeKind kind) {
   if (kind != ComputeKind::Float32 && kind != ComputeKind::Float64)
@@ -225,9 +226,12 @@ void launch(Stream& stream, const char* op, bool f64, const NormShape& shape, No
   const auto [wg, per_group] = shape_of(strategy);
   // Row-wise operands: x, y / dx, w, b (forward) or dy (backward).
   const int32_t slot3_dt = std::strcmp(op, "forward") == 0 ? push.param_dt : push.dy_dt;
+  const bool residual = (flags & kFlagResidual) != 0;  // a6 / a7: residual in, sum out
   const bool vec = (mode == kModeRegisters || mode == kModeSubgroupRow) && length % 4 == 0 &&
                    vector_aligned(push.a[0], push.x_dt) && vector_aligned(push.a[1], push.out_dt) &&
-                   vector_aligned(push.a[2], push.param_dt) && vector_aligned(push.a[3], slot3_dt);
+                   vector_aligned(push.a[2], push.param_dt) && vector_aligned(push.a[3], slot3_dt) &&
+                   (!residual || (vector_aligned(push.a[6], push.run_dt) &&
+                                  vector_aligned(push.a[7], push.run_dt)));
 
   std::string name = std::string("norm.") + op + (f64 ? ".float64" : ".float32");
   if (mode != kModeThread && subgroups) name += ".subgroup";
@@ -304,6 +308,18 @@ void norm_forward(Stream& stream, const NormForward& p) {
       push.a[6] = p.running_mean.address;
       push.a[7] = p.running_var.address;
     }
+  }
+  if (p.residual.address != 0 || p.sum_out.address != 0) {
+    if (p.shape.layout != NormLayout::Row || f64 || p.stats_given || p.update)
+      invalid(kWhere, "the fused residual add needs Layout::Row, the Float32 kind and no "
+                      "running statistics");
+    if (check_operand(p.residual, "residual", f64, true) != push.x_dt ||
+        check_operand(p.sum_out, "sum_out", f64, true) != push.x_dt)
+      invalid(kWhere, "residual and sum_out must have the input's dtype");
+    flags |= kFlagResidual;
+    push.run_dt = push.x_dt;
+    push.a[6] = p.residual.address;
+    push.a[7] = p.sum_out.address;
   }
   push.a[0] = p.x.address;
   push.a[1] = p.out.address;

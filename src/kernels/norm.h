@@ -55,6 +55,10 @@ struct NormForward {
   Operand out, x, weight, bias;
   Operand save_mean, save_rstd;         // one element per segment
   Operand running_mean, running_var;    // one element per segment
+  // Fused residual add (Layout::Row, Float32 kind, no stats_given / update): the normalized
+  // input is h = x + residual, rounded to x's dtype, and h is stored to sum_out. residual
+  // and sum_out have x's dtype and layout; both or neither are given.
+  Operand residual, sum_out;
 };
 void norm_forward(Stream& stream, const NormForward& problem);
 

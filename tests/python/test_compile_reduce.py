@@ -66,6 +66,26 @@ def _compiled_matches_eager(fn, *args, dtype=torch.float32, reductions=None, row
     return out, eager_count, compiled_count
 
 
+def _train_both(eager_model, compiled_model, step, x, y, steps=3):
+    """`steps` SGD steps of the squared-error loss, eager and through the compiled `step`:
+    losses and gradients must agree at every step."""
+    for _ in range(steps):
+        losses, grads = [], []
+        for model, fn in ((eager_model, lambda m, a, b: ((m(a) - b) ** 2).mean()),
+                          (compiled_model, step)):
+            model.zero_grad()
+            loss = fn(model, x, y)
+            loss.backward()
+            losses.append(loss.detach().cpu())
+            grads.append([p.grad.cpu() for p in model.parameters()])
+            with torch.no_grad():
+                for p in model.parameters():
+                    p -= 0.1 * p.grad
+        assert_close(losses[1], losses[0], atol=1e-5, rtol=1e-5)
+        for g_compiled, g_eager in zip(grads[1], grads[0]):
+            assert_close(g_compiled, g_eager, atol=1e-5, rtol=1e-4)
+
+
 def rms_norm(x, w, eps=1e-6):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
 
@@ -116,21 +136,7 @@ def test_rms_norm_training_step_matches_eager(strict_native):
     x, y = make((6, 24), torch.float32).to(VK), make((6, 8), torch.float32, seed=1).to(VK)
     before = torch_vk.compiler.stats()["fused_reductions"]
     rows_before = torch_vk.compiler.stats()["row_kernels"]
-    for _ in range(3):
-        losses, grads = [], []
-        for model, fn in ((eager_model, lambda m, a, b: ((m(a) - b) ** 2).mean()),
-                          (compiled_model, step)):
-            model.zero_grad()
-            loss = fn(model, x, y)
-            loss.backward()
-            losses.append(loss.detach().cpu())
-            grads.append([p.grad.cpu() for p in model.parameters()])
-            with torch.no_grad():
-                for p in model.parameters():
-                    p -= 0.1 * p.grad
-        assert_close(losses[1], losses[0], atol=1e-5, rtol=1e-5)
-        for g_compiled, g_eager in zip(grads[1], grads[0]):
-            assert_close(g_compiled, g_eager, atol=1e-5, rtol=1e-4)
+    _train_both(eager_model, compiled_model, step, x, y)
     # forward: the RMSNorm (row kernel); backward: the bias gradient of the last Linear with
     # the loss gradient (fused reduction) and the RMSNorm input gradient (row kernel: its row
     # sums read back through expand)
@@ -186,21 +192,7 @@ def test_layer_norm_training_step_matches_eager(strict_native):
     step = torch.compile(lambda model, x, y: ((model(x) - y) ** 2).mean())
     x, y = make((6, 24), torch.float32).to(VK), make((6, 8), torch.float32, seed=1).to(VK)
     before = torch_vk.compiler.stats()["row_kernels"]
-    for _ in range(3):
-        losses, grads = [], []
-        for model, fn in ((eager_model, lambda m, a, b: ((m(a) - b) ** 2).mean()),
-                          (compiled_model, step)):
-            model.zero_grad()
-            loss = fn(model, x, y)
-            loss.backward()
-            losses.append(loss.detach().cpu())
-            grads.append([p.grad.cpu() for p in model.parameters()])
-            with torch.no_grad():
-                for p in model.parameters():
-                    p -= 0.1 * p.grad
-        assert_close(losses[1], losses[0], atol=1e-5, rtol=1e-5)
-        for g_compiled, g_eager in zip(grads[1], grads[0]):
-            assert_close(g_compiled, g_eager, atol=1e-5, rtol=1e-4)
+    _train_both(eager_model, compiled_model, step, x, y)
     # the forward's layer norm; the backward's input gradient (its row sums read back through
     # expand)
     assert torch_vk.compiler.stats()["row_kernels"] - before >= 2
@@ -522,3 +514,59 @@ def test_few_very_long_rows_run_the_eager_kernels(strict_native):
     many = torch.randn(MIN_ROWS_FOR_LONG_ROWS, 8, device=VK)
     out, eager, compiled = _compiled_matches_eager(lambda t: (t * 2.0).abs().sum(-1), many)
     assert compiled == 1
+
+
+# ---------------------------------------------------------------- residual add + layer norm
+
+
+def residual_layer_norm(x, branch, w, b):
+    h = x + branch
+    return h, torch.nn.functional.layer_norm(h, (h.shape[-1],), w, b)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_residual_add_and_layer_norm_are_one_dispatch(dtype, strict_native):
+    # A transformer block's `h = x + branch; layer_norm(h)` with h used on: one kernel that
+    # writes h and the normalized rows (torch_vk/compiler/residual_norm.py). Rows of 48 (the
+    # row strategies' vector path) and of 37 (scalar, odd).
+    for hidden in (48, 37):
+        x, branch = make((3, 5, hidden), dtype).to(VK), make((3, 5, hidden), dtype, seed=1).to(VK)
+        w, b = make((hidden,), dtype, seed=2).to(VK), make((hidden,), dtype, seed=3).to(VK)
+        before = torch_vk.compiler.stats()["residual_norms"]
+        _, eager, compiled = _compiled_matches_eager(residual_layer_norm, x, branch, w, b, dtype=dtype)
+        assert torch_vk.compiler.stats()["residual_norms"] - before == 1
+        assert (eager, compiled) == (2, 1)
+        torch._dynamo.reset()
+
+
+def test_residual_add_not_fused_when_it_broadcasts(strict_native):
+    # x + a bias row is not a residual add of two activations: left to the pointwise fusion.
+    x, bias = make((4, 32), torch.float32).to(VK), make((32,), torch.float32, seed=1).to(VK)
+    w = make((32,), torch.float32, seed=2).to(VK)
+    before = torch_vk.compiler.stats()["residual_norms"]
+    _compiled_matches_eager(lambda a, c, ww: residual_layer_norm(a, c, ww, None), x, bias, w)
+    assert torch_vk.compiler.stats()["residual_norms"] == before
+
+
+class ResidualBlock(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, 4)
+
+    def forward(self, x):
+        h = x + self.proj(x)
+        return self.head(self.norm(h)) + h.mean(-1, keepdim=True)
+
+
+def test_residual_layer_norm_training_step_matches_eager(strict_native):
+    torch.manual_seed(0)
+    eager_model = ResidualBlock(24).to(VK)
+    compiled_model = ResidualBlock(24).to(VK)
+    compiled_model.load_state_dict(eager_model.state_dict())
+    step = torch.compile(lambda model, x, y: ((model(x) - y) ** 2).mean())
+    x, y = make((6, 24), torch.float32).to(VK), make((6, 4), torch.float32, seed=1).to(VK)
+    before = torch_vk.compiler.stats()["residual_norms"]
+    _train_both(eager_model, compiled_model, step, x, y)
+    assert torch_vk.compiler.stats()["residual_norms"] > before

@@ -18,7 +18,7 @@ import torch
 import torch.fx
 
 _STATS = {"graphs": 0, "fused_kernels": 0, "gemm_epilogues": 0, "fused_reductions": 0,
-          "row_kernels": 0}
+          "row_kernels": 0, "residual_norms": 0}
 
 
 @functools.lru_cache(maxsize=1)
@@ -34,11 +34,13 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Ca
 
     from torch_vk.compiler.foreach import split_foreach
     from torch_vk.compiler.fusion import fuse_pointwise
+    from torch_vk.compiler.residual_norm import fuse_residual_norm
 
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 10 * len(gm.graph.nodes) + 1000))
     try:
         split_foreach(gm)
+        _STATS["residual_norms"] += fuse_residual_norm(gm)
         fused_gm, counts = fuse_pointwise(gm, op_table())
     finally:
         sys.setrecursionlimit(limit)
@@ -98,8 +100,10 @@ def stats() -> dict[str, int]:
     """Graphs compiled, fused kernels created (gemm_epilogues: those computed in a matrix
     product's store), reductions fused with the pointwise group of their input
     (fused_reductions, not counted in fused_kernels), row kernels (row_kernels: keepdim
-    reductions with the pointwise work around them, e.g. a softmax, in one kernel), and graph captures / replays / capture
-    failures (torch_vk.compiler.replay) in this process."""
+    reductions with the pointwise work around them, e.g. a softmax, in one kernel),
+    residual_norms (residual add + layer norm pairs fused into one kernel,
+    torch_vk.compiler.residual_norm), and graph captures / replays / capture failures
+    (torch_vk.compiler.replay) in this process."""
     from torch_vk.compiler import replay
 
     return {**_STATS, **replay.stats()}
