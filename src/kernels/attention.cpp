@@ -226,7 +226,7 @@ AttentionTuning::Algo attention_algorithm(Stream& stream) {
 // (read at every launch; rounded up to whole key tiles) forces the chunk size; else the keys
 // are split when the query tiles leave a GPU mostly idle (fewer than 256 workgroups: decode,
 // few rows against many keys), into chunks of at least 256 keys and at most 64 chunks.
-static int64_t split_keys(Stream& stream, const AttentionForward& p, int64_t tiles) {
+static int64_t split_keys(const AttentionForward& p, int64_t tiles) {
   int64_t keys = attention_tuning().split_keys;
   if (const char* v = std::getenv("TORCH_VK_ATTENTION_SPLIT_KEYS"); v && *v) keys = std::atoll(v);
   if (keys > 0) return (keys + kRowsPerGroup - 1) / kRowsPerGroup * kRowsPerGroup;
@@ -234,7 +234,6 @@ static int64_t split_keys(Stream& stream, const AttentionForward& p, int64_t til
   if (keys < 0 || workgroups >= 256 || p.S < 512) return 0;
   const int64_t chunks = std::clamp<int64_t>(256 / workgroups, 2, 64);
   keys = std::max<int64_t>(256, (p.S + chunks - 1) / chunks);
-  (void)stream;
   return (keys + kRowsPerGroup - 1) / kRowsPerGroup * kRowsPerGroup;
 }
 
@@ -302,7 +301,7 @@ void attention_forward(Stream& stream, const AttentionForward& p) {
   if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
   if (tiles > 65535) invalid(kWhere, "more than 65535 query tiles");
   VkPipeline pipeline = stream.device().pipelines().get(*shader, kWorkgroup);
-  const int64_t keys = split_keys(stream, p, tiles);
+  const int64_t keys = split_keys(p, tiles);
   const int64_t chunks = keys > 0 ? (p.S + keys - 1) / keys : 1;
   if (chunks <= 1) {
     const uint64_t params = stream.upload_params(&a, sizeof a);

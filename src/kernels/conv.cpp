@@ -253,6 +253,20 @@ void set_x_strides(ConvGeometryBlock& g, const Strides& s) {
   g.x_stride_n[0] = static_cast<int32_t>(s.n);
 }
 
+// The geometry of the direct and implicit-GEMM kernels: X (or dX) strides in x_stride, Y (or
+// dY) strides in col_stride (n, channel, collapsed position), CG / COUT_G in stride[3] /
+// pad[3].
+ConvGeometryBlock xy_geometry(const Problem& p, const Strides& xs, const Strides& ys, int64_t y_l) {
+  ConvGeometryBlock g = geometry(p, p.c, p.in, p.out, p.k, p.st, p.pd, p.dl);
+  set_x_strides(g, xs);
+  g.stride[3] = static_cast<int32_t>(p.cg);
+  g.pad[3] = static_cast<int32_t>(p.coutg);
+  g.col_stride[0] = static_cast<int32_t>(ys.n);
+  g.col_stride[1] = static_cast<int32_t>(ys.c);
+  g.col_stride[2] = static_cast<int32_t>(y_l);
+  return g;
+}
+
 // im2col of samples [n0, n0 + nb) of `x` (channels c, spatial `in`) into col: element
 // (n, r, l) at n * col_n + r * col_r + l.
 void im2col(Stream& stream, const Problem& p, uint64_t x, DType x_dtype, const Strides& xs,
@@ -328,13 +342,7 @@ void forward_direct(Stream& stream, const Problem& p, const ConvTensor& y, const
            nb * p.cout * p.l <= kMaxIndex;
   };
   const int64_t chunk = choose_chunk(p, 0, fits);
-  ConvGeometryBlock g = geometry(p, p.c, p.in, p.out, p.k, p.st, p.pd, p.dl);
-  set_x_strides(g, xs);
-  g.stride[3] = static_cast<int32_t>(p.cg);
-  g.pad[3] = static_cast<int32_t>(p.coutg);
-  g.col_stride[0] = static_cast<int32_t>(ys.n);
-  g.col_stride[1] = static_cast<int32_t>(ys.c);
-  g.col_stride[2] = static_cast<int32_t>(y_l);
+  const ConvGeometryBlock g = xy_geometry(p, xs, ys, y_l);
   for (int64_t n0 = 0; n0 < p.n; n0 += chunk) {
     const int64_t nb = std::min(chunk, p.n - n0);
     ConvPush push{};
@@ -356,7 +364,7 @@ void forward_direct(Stream& stream, const Problem& p, const ConvTensor& y, const
 //   input gradient (mode 1):  dX = W^T @ dYcol + bias       M = CG, N = Nc * I, R = COUT_G * K
 //   weight gradient (mode 2): dW = dY @ im2col(X)^T         M = COUT_G, N = CG * K, R = N * L
 //                             (one chunk: the whole batch)
-// `g` holds the geometry with X / dX strides in x_stride and Y / dY strides in col_stride;
+// `g` is xy_geometry's (X / dX strides in x_stride, Y / dY strides in col_stride);
 // `src` (X or dY) and `dst` (Y or dX) advance by src_n / dst_n elements per sample.
 class ImplicitGemm {
  public:
@@ -376,13 +384,11 @@ class ImplicitGemm {
   bool within_budget(int64_t nb) const { return loop_cost(nb) <= loop_budget(stream_); }
   int64_t columns(int64_t nb) const { return mode_ == 2 ? p_.cg * p_.kvol : nb * per_sample_; }
   int64_t reduction(int64_t nb) const { return mode_ == 2 ? nb * p_.l : r_; }
-  void record(ConvGeometryBlock g, uint64_t src, DType src_dt, int64_t src_n, uint64_t dst,
+  void record(const ConvGeometryBlock& g, uint64_t src, DType src_dt, int64_t src_n, uint64_t dst,
               DType dst_dt, int64_t dst_n, Operand w, Operand bias, int64_t chunk) {
     if (!within_budget(mode_ == 2 ? p_.n : 1))
       invalid(kWhere, "the reduction of " + std::to_string(reduction(mode_ == 2 ? p_.n : 1)) +
                           " elements exceeds the device's loop-iteration limit (max_loop_iterations)");
-    g.stride[3] = static_cast<int32_t>(p_.cg);
-    g.pad[3] = static_cast<int32_t>(p_.coutg);
     const ShaderBinary* shader = find_shader("conv.implicit.float32");
     if (!shader) invalid(kWhere, "no shader variant 'conv.implicit.float32' (stale build?)");
     const uint32_t bias_dt = static_cast<uint32_t>(bias.address ? bias.dtype : src_dt);
@@ -455,11 +461,7 @@ void forward_implicit(Stream& stream, const Problem& p, const ConvTensor& y, con
            nb * p.l <= kMaxIndex && op.within_budget(nb);
   };
   const int64_t chunk = choose_chunk(p, 0, fits);
-  ConvGeometryBlock g = geometry(p, p.c, p.in, p.out, p.k, p.st, p.pd, p.dl);
-  set_x_strides(g, xs);
-  g.col_stride[0] = static_cast<int32_t>(ys.n);
-  g.col_stride[1] = static_cast<int32_t>(ys.c);
-  g.col_stride[2] = static_cast<int32_t>(y_l);
+  const ConvGeometryBlock g = xy_geometry(p, xs, ys, y_l);
   op.record(g, x.address, x.dtype, xs.n, y.address, y.dtype, ys.n, w, bias, chunk);
 }
 
@@ -586,11 +588,7 @@ void conv_backward_input(Stream& stream, const ConvShape& shape, const ConvTenso
              nb * p.ivol <= kMaxIndex && op.within_budget(nb);
     };
     const int64_t chunk = choose_chunk(p, 0, fits);
-    ConvGeometryBlock g = geometry(p, p.c, p.in, p.out, p.k, p.st, p.pd, p.dl);
-    set_x_strides(g, xs);
-    g.col_stride[0] = static_cast<int32_t>(ys.n);
-    g.col_stride[1] = static_cast<int32_t>(ys.c);
-    g.col_stride[2] = static_cast<int32_t>(y_l);
+    const ConvGeometryBlock g = xy_geometry(p, xs, ys, y_l);
     return op.record(g, dy.address, dy.dtype, ys.n, dx.address, dx.dtype, xs.n, w, bias, chunk);
   }
   if (contributes && plain_gemm) {
@@ -664,11 +662,7 @@ void conv_backward_weight(Stream& stream, const ConvShape& shape, Operand dw, co
       span(xs, p.n, p.c, p.in) <= kMaxIndex && span(ys, p.n, p.cout, p.out) <= kMaxIndex) {
     ImplicitGemm op(stream, p, 2);
     if (op.within_budget(p.n)) {
-      ConvGeometryBlock g = geometry(p, p.c, p.in, p.out, p.k, p.st, p.pd, p.dl);
-      set_x_strides(g, xs);
-      g.col_stride[0] = static_cast<int32_t>(ys.n);
-      g.col_stride[1] = static_cast<int32_t>(ys.c);
-      g.col_stride[2] = static_cast<int32_t>(y_l);
+      const ConvGeometryBlock g = xy_geometry(p, xs, ys, y_l);
       return op.record(g, x.address, x.dtype, 0, dw.address, dw.dtype, 0,
                        Operand{dy.address, dy.dtype}, Operand{}, p.n);
     }
