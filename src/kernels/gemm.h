@@ -119,10 +119,38 @@ struct GemmTuning {
   bool transpose_output = true;  // compute C^T = B^T A^T when C is column-major or m == 1
   int64_t split_k_min = 4096;    // k from which few-output problems split k (0: never)
   int64_t split_k_chunk = 1024;  // target k per split
+
+  // The cooperative-matrix kernel (shaders/gemm_coopmat.comp) for float16 A and B:
+  //   Auto     where the device has VK_KHR_cooperative_matrix with a float16 -> float32 shape
+  //            and the kernel passed its self-check (below), for products of >= 2^18
+  //            multiply-adds with m, n >= 16;
+  //   Off      never (TORCH_VK_GEMM_COOPMAT=0; TORCH_VK_DISABLE_COOPMAT=1 also hides the
+  //            extension from the whole process);
+  //   Emulate  the emulated variant (the same tiles and epilogue, scalar code for the matrix
+  //            operations) on any device and every float16 product with k > 0
+  //            (TORCH_VK_GEMM_COOPMAT=emulate; tests on devices without cooperative matrices).
+  // Self-check: before a device's first cooperative-matrix product, a 70 x 52 x 88 product of
+  // exactly representable values is run on it and on the portable kernel and the results are
+  // compared bit for bit (the one host wait of this path); a mismatch or an error while
+  // building the pipeline disables the kernel on that device for the process, with a warning.
+  enum class Coopmat { Auto, Off, Emulate };
+  Coopmat coopmat = Coopmat::Auto;
+  // Non-zero bm: this profile instead of the automatic one (TORCH_VK_GEMM_COOPMAT_TILE=
+  // bm,bn,bk,warps_m,warps_n[,cm,cn,ck]; cm / cn / ck only for the emulated kernel, the real
+  // one uses a shape the device lists).
+  uint32_t coopmat_bm = 0, coopmat_bn = 0, coopmat_bk = 0, coopmat_warps_m = 0,
+           coopmat_warps_n = 0, coopmat_cm = 0, coopmat_cn = 0, coopmat_ck = 0;
+  // Tests: the self-check sees one wrong element (TORCH_VK_GEMM_COOPMAT_SELF_CHECK=fail).
+  bool coopmat_fail_self_check = false;
 };
 GemmTuning& gemm_tuning();
 
-// The algorithm ("tiled", "direct", "lanes", "texel") of the last product dispatch recorded
+// The cooperative-matrix kernel's state on a device: "unavailable" (no extension or shape,
+// no shader in this build, or GemmTuning::coopmat Off), "unchecked" (not used yet), "passed"
+// or "failed" (its self-check); `shape` gets the M x N x K it uses (0s when unavailable).
+const char* gemm_coopmat_state(Stream& stream, uint32_t shape[3]);
+
+// The algorithm ("tiled", "direct", "lanes", "texel", "coopmat", "coopmat_emulated") of the last product dispatch recorded
 // by gemm() on this thread, "" before the first: tests check which path they covered.
 const char* last_gemm_algorithm();
 

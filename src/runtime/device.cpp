@@ -41,6 +41,39 @@ struct CoopMatFeatures {
 constexpr VkStructureType kCoopMatFeaturesType = static_cast<VkStructureType>(1000506000);
 #endif
 
+// VkCooperativeMatrixPropertiesKHR and its query, declared here for the same reason.
+struct CoopMatProperties {
+  VkStructureType sType;
+  void* pNext;
+  uint32_t MSize, NSize, KSize;
+  int32_t AType, BType, CType, ResultType;  // VkComponentTypeKHR
+  VkBool32 saturatingAccumulation;
+  int32_t scope;  // VkScopeKHR
+};
+constexpr VkStructureType kCoopMatPropertiesType = static_cast<VkStructureType>(1000506001);
+constexpr int32_t kComponentFloat16 = 0, kComponentFloat32 = 1;  // VkComponentTypeKHR
+constexpr int32_t kScopeSubgroup = 3;                             // VkScopeKHR
+using PfnCoopMatProperties = VkResult(VKAPI_PTR*)(VkPhysicalDevice, uint32_t*, CoopMatProperties*);
+
+// The subgroup-scope float16 x float16 + float32 -> float32 shapes the device lists.
+std::vector<DeviceCapabilities::CooperativeMatrixShape> coopmat_f16_shapes(VkInstance instance,
+                                                                           VkPhysicalDevice pd) {
+  std::vector<DeviceCapabilities::CooperativeMatrixShape> shapes;
+  auto query = reinterpret_cast<PfnCoopMatProperties>(
+      vk::vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+  uint32_t count = 0;
+  if (!query || query(pd, &count, nullptr) != VK_SUCCESS || count == 0) return shapes;
+  std::vector<CoopMatProperties> props(count, CoopMatProperties{kCoopMatPropertiesType, nullptr});
+  if (query(pd, &count, props.data()) < 0) return shapes;
+  props.resize(count);
+  for (const CoopMatProperties& p : props)
+    if (p.AType == kComponentFloat16 && p.BType == kComponentFloat16 &&
+        p.CType == kComponentFloat32 && p.ResultType == kComponentFloat32 &&
+        p.scope == kScopeSubgroup && !p.saturatingAccumulation)
+      shapes.push_back({p.MSize, p.NSize, p.KSize});
+  return shapes;
+}
+
 constexpr const char* kExtCoopMat = "VK_KHR_cooperative_matrix";
 constexpr const char* kExtAtomicFloat = "VK_EXT_shader_atomic_float";
 constexpr const char* kExtMemoryBudget = "VK_EXT_memory_budget";
@@ -202,7 +235,7 @@ struct Probe {
   bool has_13 = false;
 };
 
-void probe_device(VkPhysicalDevice pd, uint32_t instance_api, Probe* p) {
+void probe_device(VkInstance instance, VkPhysicalDevice pd, uint32_t instance_api, Probe* p) {
   DeviceCapabilities& c = p->caps;
   VkPhysicalDeviceProperties props{};
   vk::vkGetPhysicalDeviceProperties(pd, &props);
@@ -329,7 +362,10 @@ void probe_device(VkPhysicalDevice pd, uint32_t instance_api, Probe* p) {
   c.timeline_semaphore = p->f12.timelineSemaphore;
   c.int64_atomics = p->f12.shaderBufferInt64Atomics;
   c.float32_atomic_add = has(kExtAtomicFloat) && p->atomic_float.shaderBufferFloat32AtomicAdd;
-  c.cooperative_matrix = has(kExtCoopMat) && p->coopmat.cooperativeMatrix;
+  c.cooperative_matrix = has(kExtCoopMat) && p->coopmat.cooperativeMatrix &&
+                         p->f12.vulkanMemoryModel && p->f12.shaderFloat16;
+  if (c.cooperative_matrix) c.coopmat_f16_shapes = coopmat_f16_shapes(instance, pd);
+  if (c.coopmat_f16_shapes.empty()) c.cooperative_matrix = false;
   auto storage_texel_format = [&](VkFormat format) {
     VkFormatProperties fp{};
     vk::vkGetPhysicalDeviceFormatProperties(pd, format, &fp);
@@ -345,7 +381,7 @@ void probe_device(VkPhysicalDevice pd, uint32_t instance_api, Probe* p) {
                   storage_texel_format(VK_FORMAT_R16G16B16A16_UINT);
 
   // Fast paths switched off for testing the portable baselines.
-  if (env_flag("TORCH_VK_DISABLE_COOPMAT")) c.cooperative_matrix = false;
+  if (env_flag("TORCH_VK_DISABLE_COOPMAT")) c.cooperative_matrix = false, c.coopmat_f16_shapes.clear();
   if (env_flag("TORCH_VK_DISABLE_TEXEL_BUFFERS")) c.texel_buffers = c.texel_16bit = false;
   // Treat device memory as not host-visible: host copies take the staging paths of discrete GPUs.
   if (env_flag("TORCH_VK_DISABLE_UNIFIED_MEMORY")) c.unified_memory = false;
@@ -414,7 +450,7 @@ std::string DeviceCapabilities::missing_requirements() const {
 Device::Device(int index, VkPhysicalDevice physical, const DeviceCapabilities& caps)
     : index_(index), physical_(physical), caps_(caps) {
   Probe p;
-  probe_device(physical, Runtime::get().instance_api_version(), &p);
+  probe_device(Runtime::get().instance(), physical, Runtime::get().instance_api_version(), &p);
   TVK_CHECK(p.queue_family >= 0, "device ", index, " has no compute queue");
   queue_family_ = static_cast<uint32_t>(p.queue_family);
   auto has = [&](const char* e) { return p.extensions.count(e) > 0; };
@@ -743,7 +779,7 @@ void Runtime::discover() {
   std::string skipped;
   for (uint32_t i : order) {
     Probe p;
-    probe_device(all[i], instance_api_version_, &p);
+    probe_device(instance_, all[i], instance_api_version_, &p);
     std::string missing = p.caps.missing_requirements();
     if (!missing.empty()) {
       skipped += (skipped.empty() ? "" : "; ") + std::string("Vulkan device ") + std::to_string(i) +

@@ -47,7 +47,16 @@ struct DeviceCapabilities {
   bool timeline_semaphore = false;     // (required)
   bool float32_atomic_add = false;     // VK_EXT_shader_atomic_float shaderBufferFloat32AtomicAdd
   bool int64_atomics = false;          // shaderBufferInt64Atomics
-  bool cooperative_matrix = false;     // VK_KHR_cooperative_matrix present and enabled
+  // VK_KHR_cooperative_matrix present and enabled, with vulkanMemoryModel and shaderFloat16
+  // (what the cooperative-matrix shaders declare) and at least one shape in
+  // coopmat_f16_shapes. TORCH_VK_DISABLE_COOPMAT=1 clears it.
+  bool cooperative_matrix = false;
+  struct CooperativeMatrixShape {
+    uint32_t m = 0, n = 0, k = 0;
+  };
+  // The subgroup-scope shapes M x N x K of float16 A / B with float32 C and result
+  // (vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR), in the driver's order.
+  std::vector<CooperativeMatrixShape> coopmat_f16_shapes;
   bool memory_budget = false;          // VK_EXT_memory_budget present
   // Storage texel buffers bound with push descriptors (VK_KHR_push_descriptor, the formats
   // R32_SFLOAT and R32G32B32A32_SFLOAT usable as storage texel buffers). Kernels for CPU devices

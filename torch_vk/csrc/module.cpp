@@ -17,6 +17,7 @@
 #include "aten/generator.h"
 #include "aten/vk_backend.h"
 #include "aten/vk_common.h"
+#include "kernels/gemm.h"
 #include "kernels/kernels.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
@@ -80,6 +81,9 @@ py::dict device_properties(c10::DeviceIndex index) {
   d["float32_atomic_add"] = c.float32_atomic_add;
   d["int64_atomics"] = c.int64_atomics;
   d["cooperative_matrix"] = c.cooperative_matrix;
+  py::list coopmat_shapes;  // float16 x float16 -> float32 subgroup shapes (M, N, K)
+  for (const auto& s : c.coopmat_f16_shapes) coopmat_shapes.append(py::make_tuple(s.m, s.n, s.k));
+  d["coopmat_f16_shapes"] = coopmat_shapes;
   d["memory_budget"] = c.memory_budget;
   d["texel_buffers"] = c.texel_buffers;
   d["texel_16bit"] = c.texel_16bit;
@@ -345,6 +349,13 @@ PYBIND11_MODULE(_C, m) {
     }
     return table;
   });
+  // ---- the cooperative-matrix GEMM (src/kernels/gemm.h) ----
+  m.def("_gemm_coopmat_state", [](int index) {
+    uint32_t shape[3];
+    const char* state = tvk::kernels::gemm_coopmat_state(current_stream(index), shape);
+    return py::make_tuple(std::string(state), py::make_tuple(shape[0], shape[1], shape[2]));
+  }, py::arg("device") = -1);
+  m.def("_last_gemm_algorithm", [] { return std::string(tvk::kernels::last_gemm_algorithm()); });
   register_graph_bindings(m);
   register_replay_bindings(m);
   register_memory_bindings(m);
