@@ -23,7 +23,7 @@ phase "C++ tests"
 # libraries compiled for the extension are the ones the tests link, not compiled a second time.
 BUILD_TYPE=${TORCH_VK_BUILD_TYPE:-Release}
 BUILD_DIR=${TORCH_VK_BUILD_DIR:-build/$("$VPY" -c "import sys, sysconfig; print(f'{sysconfig.get_platform()}-{sys.implementation.cache_tag}')")-${BUILD_TYPE,,}}
-cmake -S . -B "$BUILD_DIR" -DTVK_BUILD_TESTS=ON >/dev/null
+cmake -S . -B "$BUILD_DIR" -DTVK_BUILD_TESTS=ON -DTVK_REQUIRE_COOPMAT_SHADERS=ON >/dev/null
 cmake --build "$BUILD_DIR" --target tvk_cpp_tests -j"$WORKERS"
 (cd "$BUILD_DIR" && ctest --output-on-failure -j"$WORKERS")
 

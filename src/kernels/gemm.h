@@ -149,6 +149,8 @@ GemmTuning& gemm_tuning();
 // no shader in this build, or GemmTuning::coopmat Off), "unchecked" (not used yet), "passed"
 // or "failed" (its self-check); `shape` gets the M x N x K it uses (0s when unavailable).
 const char* gemm_coopmat_state(Stream& stream, uint32_t shape[3]);
+// Tests: forgets the self-check result of `stream`'s device (the next product checks again).
+void gemm_coopmat_forget_self_check(Stream& stream);
 
 // The algorithm ("tiled", "direct", "lanes", "texel", "coopmat", "coopmat_emulated") of the last product dispatch recorded
 // by gemm() on this thread, "" before the first: tests check which path they covered.

@@ -687,6 +687,165 @@ TEST_F(GemmKernel, AutoProfileForLargerProblems) {
   }
 }
 
+// ---------------------------------------------------------------- cooperative matrices
+// The emulated cooperative-matrix kernel (gemm.coopmat_emulated.float16: the real kernel's
+// tiles, load modes, shared layouts, fragment offsets and epilogue, scalar code for the matrix
+// operations) on this device, with the automatic profile and forced ones: the large profile's
+// warp layout (2 x 4 subgroups, 4 fragments along M), 4 fragments along N, one subgroup row,
+// and the 8 x 8 x 16 shape of some drivers. (Emulated tiles hold 32-bit words, so the large
+// profile's full 128 x 128 x 32 tile exceeds lavapipe's 32 KiB of shared memory; these keep its
+// fragment layout at a shorter BK / BN.)
+struct CoopmatProfile {
+  const char* name;
+  uint32_t bm, bn, bk, warps_m, warps_n, cm, cn, ck;
+};
+constexpr CoopmatProfile kCoopmatProfiles[] = {
+    {"auto", 0, 0, 0, 0, 0, 0, 0, 0},
+    {"2x4 warps, 4x1 fragments", 128, 64, 16, 2, 4, 16, 16, 16},
+    {"2x2 warps, 2x4 fragments", 64, 128, 16, 2, 2, 16, 16, 16},
+    {"2x1 warps", 32, 32, 16, 2, 1, 16, 16, 16},
+    {"8x8x16 shape", 32, 64, 32, 1, 2, 8, 8, 16},
+};
+void use_coopmat_profile(const CoopmatProfile& p) {
+  gemm_tuning().coopmat = GemmTuning::Coopmat::Emulate;
+  gemm_tuning().coopmat_bm = p.bm, gemm_tuning().coopmat_bn = p.bn;
+  gemm_tuning().coopmat_bk = p.bk, gemm_tuning().coopmat_warps_m = p.warps_m;
+  gemm_tuning().coopmat_warps_n = p.warps_n, gemm_tuning().coopmat_cm = p.cm;
+  gemm_tuning().coopmat_cn = p.cn, gemm_tuning().coopmat_ck = p.ck;
+}
+
+TEST_F(GemmKernel, CoopmatEmulatedProfilesLayoutsAndDtypes) {
+  std::mt19937 rng(21);
+  // The automatic profile runs every layout and shape; the forced ones (one pipeline compile
+  // per load-mode combination on lavapipe) the vector modes and the scalar ones on one shape.
+  for (const CoopmatProfile& profile : kCoopmatProfiles) {
+    use_coopmat_profile(profile);
+    const bool all = profile.bm == 0;
+    // Edges in every dimension, k shorter than one step and longer than several, m = 1.
+    for (GemmShape s : {GemmShape{70, 52, 88}, GemmShape{33, 130, 17}, GemmShape{1, 20, 3},
+                        GemmShape{129, 65, 200}})
+      for (const char* la : {"row", "col"})
+        for (const char* lb : {"row", "col"})
+          for (int64_t offset : {0, 1}) {  // 1: misaligned for the 8-byte loads
+            if (!all && (s.m != 70 || la != lb || (offset == 1) != (std::string(la) == "col")))
+              continue;
+            const DType out = offset ? DType::BFloat16 : DType::Float32;
+            Mat a(DType::Float16, 2, s.m, s.k, la, 0, offset);
+            Mat b(DType::Float16, 2, s.k, s.n, lb, offset ? 3 : 0, 0, offset == 1);
+            Mat c(out, 2, s.m, s.n);
+            a.fill_random(rng);
+            b.fill_random(rng);
+            c.fill_random(rng);
+            Case cs;
+            cs.batch = 2, cs.m = s.m, cs.n = s.n, cs.k = s.k;
+            const double rtol = out == DType::BFloat16 ? 8e-3 : 1e-5;
+            EXPECT_TRUE(run_case(cs, a, b, c, nullptr, rtol, f32_atol(s.k)))
+                << profile.name << ": " << s.m << "x" << s.n << "x" << s.k << " A " << la
+                << " B " << lb << " offset " << offset;
+            EXPECT_STREQ(last_gemm_algorithm(), "coopmat_emulated");
+          }
+  }
+}
+
+TEST_F(GemmKernel, CoopmatEmulatedBiasInPlaceNegativeStridesAndGridLoops) {
+  std::mt19937 rng(22);
+  use_coopmat_profile(kCoopmatProfiles[3]);
+  for (uint32_t max_groups : {65535u, 2u}) {
+    tuning().max_workgroups = max_groups;
+    const int64_t nb = 3, m = 45, n = 70, k = 37;
+    Mat a(DType::Float16, nb, m, k), b(DType::Float16, nb, k, n, "col");
+    a.fill_random(rng);
+    b.fill_random(rng);
+    Case cs;
+    cs.batch = nb, cs.m = m, cs.n = n, cs.k = k, cs.alpha = 0.75, cs.beta = -1.5;
+    {
+      Mat bias(DType::Float16, nb, m, n, 0, 1, 0);  // a row of n broadcast over rows and batch
+      bias.fill_random(rng);
+      Mat c(DType::Float16, nb, m, n);
+      EXPECT_TRUE(run_case(cs, a, b, c, &bias, 1e-3, f32_atol(k))) << "row bias " << max_groups;
+    }
+    {
+      Mat c(DType::Float32, nb, m, n, "col");  // in place: C is the bias
+      c.fill_random(rng);
+      EXPECT_TRUE(run_case(cs, a, b, c, &c, 1e-5, f32_atol(k))) << "in place " << max_groups;
+    }
+    {
+      Mat bias(DType::Float32, nb, m, n);  // beta == 0: NaN in the bias does not propagate
+      for (auto& v : bias.host) v = std::numeric_limits<float>::quiet_NaN();
+      bias.upload();
+      Mat c(DType::Float32, nb, m, n);
+      Case z = cs;
+      z.beta = 0;
+      EXPECT_TRUE(run_case(z, a, b, c, &bias, 1e-5, f32_atol(k))) << "beta 0 " << max_groups;
+    }
+    {
+      Mat an(DType::Float16, nb, m, k, -k, -1, -m * k), bn(DType::Float16, nb, k, n, -n, 1, n * k);
+      an.fill_random(rng);
+      bn.fill_random(rng);
+      Mat c(DType::Float32, nb, m, n);
+      EXPECT_TRUE(run_case(cs, an, bn, c, nullptr, 1e-5, f32_atol(k))) << "negative strides";
+    }
+    EXPECT_STREQ(last_gemm_algorithm(), "coopmat_emulated");
+  }
+}
+
+TEST_F(GemmKernel, CoopmatSelfCheckAndSwitches) {
+  std::mt19937 rng(23);
+  const int64_t m = 40, n = 36, k = 24;
+  Mat a(DType::Float16, 1, m, k), b(DType::Float16, 1, k, n);
+  a.fill_random(rng);
+  b.fill_random(rng);
+  Case cs;
+  cs.m = m, cs.n = n, cs.k = k;
+  uint32_t shape[3];
+  use_coopmat_profile(kCoopmatProfiles[0]);
+  // A failing self-check disables the kernel on the device: the product runs (correctly) on a
+  // portable kernel, and stays there.
+  gemm_coopmat_forget_self_check(stream());
+  gemm_tuning().coopmat_fail_self_check = true;
+  EXPECT_STREQ(gemm_coopmat_state(stream(), shape), "unchecked");
+  for (int i = 0; i < 2; ++i) {
+    Mat c(DType::Float32, 1, m, n);
+    EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, f32_atol(k)));
+    EXPECT_STRNE(last_gemm_algorithm(), "coopmat_emulated");
+    EXPECT_STREQ(gemm_coopmat_state(stream(), shape), "failed");
+    gemm_tuning().coopmat_fail_self_check = false;
+  }
+  // A passing one enables it.
+  gemm_coopmat_forget_self_check(stream());
+  {
+    Mat c(DType::Float32, 1, m, n);
+    EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, f32_atol(k)));
+    EXPECT_STREQ(last_gemm_algorithm(), "coopmat_emulated");
+    EXPECT_STREQ(gemm_coopmat_state(stream(), shape), "passed");
+    EXPECT_EQ(shape[0], 16u);
+  }
+  // Off, and Auto on a device without the extension: the portable kernels.
+  for (auto mode : {GemmTuning::Coopmat::Off, GemmTuning::Coopmat::Auto}) {
+    gemm_tuning().coopmat = mode;
+    if (mode == GemmTuning::Coopmat::Auto && dev().caps().cooperative_matrix) continue;
+    Mat c(DType::Float32, 1, m, n);
+    EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, f32_atol(k)));
+    EXPECT_STRNE(last_gemm_algorithm(), "coopmat");
+    EXPECT_STRNE(last_gemm_algorithm(), "coopmat_emulated");
+    EXPECT_STREQ(gemm_coopmat_state(stream(), shape), "unavailable");
+  }
+  // float32 / bfloat16 operands never take it.
+  use_coopmat_profile(kCoopmatProfiles[0]);
+  Mat af(DType::BFloat16, 1, m, k), bf(DType::BFloat16, 1, k, n), c(DType::Float32, 1, m, n);
+  af.fill_random(rng);
+  bf.fill_random(rng);
+  EXPECT_TRUE(run_case(cs, af, bf, c, nullptr, 1e-5, f32_atol(k)));
+  EXPECT_STRNE(last_gemm_algorithm(), "coopmat_emulated");
+  // An invalid forced profile is an error, not a silent fallback.
+  gemm_tuning().coopmat_bm = 48, gemm_tuning().coopmat_bn = 32, gemm_tuning().coopmat_bk = 16;
+  gemm_tuning().coopmat_warps_m = 2, gemm_tuning().coopmat_warps_n = 1;
+  Mat c2(DType::Float32, 1, m, n);
+  Gemm g;
+  g.m = m, g.n = n, g.k = k, g.a = a.view(), g.b = b.view(), g.c = c2.view();
+  EXPECT_THROW(gemm(stream(), g), std::invalid_argument);
+}
+
 TEST_F(GemmKernel, InvalidArguments) {
   Mat a(DType::Float32, 1, 4, 4), b(DType::Float32, 1, 4, 4), c(DType::Float32, 1, 4, 4);
   Gemm base;

