@@ -53,6 +53,10 @@ build_extension() {
   local args=(-S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTVK_BUILD_TESTS=OFF
               "-DPython3_EXECUTABLE=$PYEXE" "-DVULKAN_HEADERS_DIR=$KIT/include"
               "-DGLSLC=$KIT/bin/glslc" "-DCMAKE_PREFIX_PATH=$KIT")
+  if [ -x "$KIT/cmeel/bin/glslangValidator" ]; then  # the cooperative-matrix shaders (gpu_pack.sh)
+    args+=("-DTVK_GLSLANG_VALIDATOR=$KIT/cmeel/bin/glslangValidator"
+           "-DTVK_SPIRV_VAL_COOPMAT=$KIT/cmeel/bin/spirv-val")
+  fi
   if [ "${GPU_CHECK_CCACHE:-0}" = 1 ] && command -v ccache > /dev/null; then
     args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   fi
@@ -159,6 +163,8 @@ main() {
   echo "build ok: $built"
   if [ "$built" = 1 ]; then
     run_capped 60 "$PYEXE" -m torch_vk info 2>&1
+    # The cooperative-matrix GEMM: its state before and after a float16 product (self-check).
+    run_capped 60 "$PYEXE" -c 'import torch, torch_vk; C = torch_vk._C; print("coopmat shapes", C._get_device_properties(0)["coopmat_f16_shapes"], "state", C._gemm_coopmat_state()); a = torch.randn(1024, 1024, dtype=torch.float16, device="vk"); r = (a @ a).cpu(); print("after a product:", C._gemm_coopmat_state(), C._last_gemm_algorithm(), "max error", (r.float() - (a.cpu().float() @ a.cpu().float())).abs().max().item())' 2>&1
   fi
 
   if [ -n "$cpp_pid" ]; then

