@@ -128,7 +128,7 @@ bool is_zero(ComputeKind kind, const GemmScalar& s) {
   return false;
 }
 
-int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
+using detail::abs64;
 
 // Validates one operand: address, alignment, 32-bit strides and in-matrix offsets.
 void check_matrix(const GemmMatrix& x, int64_t rows, int64_t cols, const char* what) {
@@ -438,10 +438,7 @@ void record(Stream& stream, const Gemm& p, const Config& cfg,
            (p.b.row_stride == 1 ? 4u : 0u) | (p.b.col_stride == 1 ? 8u : 0u) |
            (p.c.col_stride == 1 ? 16u : 0u) | (p.c.row_stride == 1 ? 32u : 0u);
   const DeviceCapabilities& caps = stream.device().caps();
-  auto groups = [&](int64_t items, int dim) {
-    int64_t cap = std::min<int64_t>(tuning().max_workgroups, caps.max_workgroup_count[dim]);
-    return static_cast<uint32_t>(std::clamp<int64_t>(items, 1, std::max<int64_t>(cap, 1)));
-  };
+  auto groups = [&](int64_t items, int dim) { return detail::grid_groups(caps, items, dim); };
   const int64_t tiles_m = (p.m + cfg.bm() - 1) / cfg.bm();
   const int64_t tiles_n = (p.n + cfg.bn() - 1) / cfg.bn();
   const uint32_t gx = groups(tiles_n, 0), gy = groups(tiles_m, 1), gz = groups(p.batch, 2);
@@ -601,6 +598,11 @@ GemmPush gemm_push(const Gemm& p) {
 }
 
 void record_portable(Stream& stream, const Gemm& p) { record_auto(stream, p); }
+
+uint32_t grid_groups(const DeviceCapabilities& caps, int64_t items, int dim) {
+  const int64_t cap = std::min<int64_t>(tuning().max_workgroups, caps.max_workgroup_count[dim]);
+  return static_cast<uint32_t>(std::clamp<int64_t>(items, 1, std::max<int64_t>(cap, 1)));
+}
 
 void set_last_gemm_algorithm(const char* name) { g_last_algorithm = name; }
 

@@ -141,8 +141,6 @@ bool quad_ok(const GemmMatrix& x, int64_t batch, int64_t unit_stride, int64_t ot
          (batch == 1 || x.batch_stride % 4 == 0);
 }
 
-int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
-
 void record(Stream& stream, const Gemm& p, const Profile& f) {
   const bool emulated = emulating();
   const char* name = emulated ? kEmulatedShader : kShader;
@@ -162,13 +160,9 @@ void record(Stream& stream, const Gemm& p, const Profile& f) {
     b_load = 3;
   const GemmPush push = gemm_push(p);
   const bool has_bias = p.bias.address != 0;
-  auto groups = [&](int64_t items, int dim) {
-    int64_t cap = std::min<int64_t>(tuning().max_workgroups, caps.max_workgroup_count[dim]);
-    return static_cast<uint32_t>(std::clamp<int64_t>(items, 1, std::max<int64_t>(cap, 1)));
-  };
-  const uint32_t gx = groups((p.n + f.bn - 1) / f.bn, 0);
-  const uint32_t gy = groups((p.m + f.bm - 1) / f.bm, 1);
-  const uint32_t gz = groups(p.batch, 2);
+  const uint32_t gx = grid_groups(caps, (p.n + f.bn - 1) / f.bn, 0);
+  const uint32_t gy = grid_groups(caps, (p.m + f.bm - 1) / f.bm, 1);
+  const uint32_t gz = grid_groups(caps, p.batch, 2);
   std::vector<uint32_t> spec = {
       static_cast<uint32_t>(p.a.dtype), static_cast<uint32_t>(p.b.dtype),
       static_cast<uint32_t>(p.c.dtype),
@@ -218,8 +212,7 @@ bool self_check(Stream& stream, const Profile& shape, std::string* why) {
     g.b = GemmMatrix{db, DType::Float16, N, 1, 0};
     g.c = GemmMatrix{c1, DType::Float32, N, 1, 0};
     Profile f;
-    Gemm probe = g;
-    if (!choose_profile(stream, probe, shape, &f)) throw std::runtime_error("no profile fits");
+    if (!choose_profile(stream, g, shape, &f)) throw std::runtime_error("no profile fits");
     record(stream, g, f);
     g.c.address = c2;
     record_portable(stream, g);

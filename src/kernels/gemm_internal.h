@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "kernels/gemm.h"
+#include "runtime/device.h"
 #include "runtime/stream.h"
 
 namespace tvk::kernels::detail {
@@ -24,6 +25,12 @@ static_assert(sizeof(GemmPush) <= kMaxPushConstantBytes);
 static_assert(offsetof(GemmPush, alpha_bits) == 64);
 static_assert(offsetof(GemmPush, m) == 80);
 static_assert(offsetof(GemmPush, a_rs) == 96);
+
+inline int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
+
+// Workgroups along grid dimension `dim` for `items` tiles: at least 1, at most the device's
+// and tuning().max_workgroups' limit (the GEMM kernels loop over the rest).
+uint32_t grid_groups(const DeviceCapabilities& caps, int64_t items, int dim);
 
 // `s` in the bit layout of compute kind `kind` (low 4 bytes for the 32-bit kinds).
 uint64_t scalar_bits(ComputeKind kind, const GemmScalar& s);

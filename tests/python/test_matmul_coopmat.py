@@ -15,13 +15,11 @@ import os
 import subprocess
 import sys
 
-import pytest
 import torch
 
 import torch_vk
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 def spirv_val():
