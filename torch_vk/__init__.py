@@ -176,7 +176,9 @@ def _require_native() -> Any:
 
 def stats() -> dict[str, Any]:
     """Process-wide counters: dispatches, transfers, submits, host_waits, pipelines_created,
-    and ``fallbacks`` ({"aten::op.overload": calls that ran on the CPU})."""
+    barriers (memory barriers recorded between two commands), barriers_skipped (consecutive
+    commands that hazard tracking left unordered because they touch different memory), and
+    ``fallbacks`` ({"aten::op.overload": calls that ran on the CPU})."""
     return dict(_require_native()._stats())
 
 

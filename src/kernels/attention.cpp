@@ -90,6 +90,35 @@ int64_t span(std::initializer_list<std::pair<int64_t, int64_t>> size_stride) {
 
 int32_t narrow(int64_t v) { return static_cast<int32_t>(v); }
 
+// Adds a [batch, heads, rows, cols] operand (unit column stride) to `set`.
+void add_heads(AccessSet& set, const Operand& op, int64_t batch, int64_t heads, int64_t rows,
+               int64_t cols, const AttentionStrides& st, bool write) {
+  const int64_t sizes[4] = {cols, rows, heads, batch};
+  const int64_t strides[4] = {1, st.row, st.head, st.batch};
+  add_strided(set, op.address, op.dtype, 4, sizes, strides, write);
+}
+
+// The mask ([batch, heads, L, S], any strides, 0 for broadcast dims), read.
+void add_mask(AccessSet& set, const AttentionForward& p) {
+  const int64_t sizes[4] = {p.S, p.L, p.heads, p.batch};
+  const int64_t strides[4] = {p.mask_strides[3], p.mask_strides[2], p.mask_strides[1],
+                              p.mask_strides[0]};
+  add_strided(set, p.mask.address, p.mask.dtype, 4, sizes, strides, false);
+}
+
+// What a forward dispatch reads (q, k, v, the mask) and writes (out, logsumexp).
+AccessSet forward_accesses(const AttentionForward& p) {
+  AccessSet set;
+  const int64_t kv_heads = p.heads / p.group;
+  add_heads(set, p.q, p.batch, p.heads, p.L, p.E, p.q_strides, false);
+  add_heads(set, p.k, p.batch, kv_heads, p.S, p.E, p.k_strides, false);
+  add_heads(set, p.v, p.batch, kv_heads, p.S, p.Ev, p.v_strides, false);
+  add_mask(set, p);
+  add_heads(set, p.out, p.batch, p.heads, p.L, p.Ev, p.out_strides, true);
+  add_dense(set, p.lse.address, DType::Float32, p.batch * p.heads * p.L, true);
+  return set;
+}
+
 void check_mask(const AttentionForward& p) {
   if (p.mask.address == 0) return;
   check_operand(p.mask, "mask");
@@ -167,9 +196,10 @@ void record_rows(Stream& stream, const AttentionForward& p, AttentionParams a) {
   a.j_begin = 0;
   a.j_end = narrow(p.S);
   a.state = 0;
+  AccessSet accesses = forward_accesses(p);
   if (chunk >= keys) {
     const uint64_t params = stream.upload_params(&a, sizeof a);
-    stream.dispatch(pipeline, groups, 1, 1, &params, sizeof params);
+    stream.dispatch(pipeline, groups, 1, 1, &params, sizeof params, nullptr, 0, &accesses);
     return;
   }
   // Blocks of at most `block` rows (one invocation per row: the state then costs no extra
@@ -183,6 +213,9 @@ void record_rows(Stream& stream, const AttentionForward& p, AttentionParams a) {
   Allocator& allocator = stream.device().allocator();
   const uint64_t state = allocator.allocate(static_cast<uint64_t>(block * row_bytes), stream.id());
   a.state = state;
+  // Every chunk updates the running state of its rows: consecutive chunks are ordered.
+  accesses.read(state, static_cast<uint64_t>(block * row_bytes));
+  accesses.write(state, static_cast<uint64_t>(block * row_bytes));
   try {
     for (int64_t r0 = 0; r0 < rows; r0 += block) {
       const int64_t r1 = std::min(rows, r0 + block);
@@ -193,7 +226,8 @@ void record_rows(Stream& stream, const AttentionForward& p, AttentionParams a) {
         a.j_begin = narrow(j0);
         a.j_end = narrow(std::min(p.S, j0 + chunk));
         const uint64_t params = stream.upload_params(&a, sizeof a);
-        stream.dispatch(pipeline, block_groups, 1, 1, &params, sizeof params);
+        stream.dispatch(pipeline, block_groups, 1, 1, &params, sizeof params, nullptr, 0,
+                        &accesses);
       }
     }
   } catch (...) {
@@ -303,10 +337,12 @@ void attention_forward(Stream& stream, const AttentionForward& p) {
   VkPipeline pipeline = stream.device().pipelines().get(*shader, kWorkgroup);
   const int64_t keys = split_keys(p, tiles);
   const int64_t chunks = keys > 0 ? (p.S + keys - 1) / keys : 1;
+  AccessSet accesses = forward_accesses(p);
   if (chunks <= 1) {
     const uint64_t params = stream.upload_params(&a, sizeof a);
     stream.dispatch(pipeline, static_cast<uint32_t>(tiles),
-                    static_cast<uint32_t>(p.batch * p.heads), 1, &params, sizeof params);
+                    static_cast<uint32_t>(p.batch * p.heads), 1, &params, sizeof params, nullptr,
+                    0, &accesses);
     return;
   }
   // Split-KV: every chunk of `keys` keys in its own workgroups, then one merge pass.
@@ -316,9 +352,13 @@ void attention_forward(Stream& stream, const AttentionForward& p) {
   const uint64_t state = allocator.allocate(static_cast<uint64_t>(state_floats) * 4, stream.id());
   a.state = state;
   a.j_end = narrow(keys);
+  // Both passes declare the state as read and written (and out / logsumexp written), so the
+  // merge is ordered after the chunks.
+  accesses.read(state, static_cast<uint64_t>(state_floats) * 4);
+  accesses.write(state, static_cast<uint64_t>(state_floats) * 4);
   const uint64_t params = stream.upload_params(&a, sizeof a);
   stream.dispatch(pipeline, static_cast<uint32_t>(tiles), static_cast<uint32_t>(p.batch * p.heads),
-                  static_cast<uint32_t>(chunks), &params, sizeof params);
+                  static_cast<uint32_t>(chunks), &params, sizeof params, nullptr, 0, &accesses);
   const ShaderBinary* combine = find_shader("attention.combine");
   if (!combine) {
     allocator.free(state);
@@ -328,7 +368,7 @@ void attention_forward(Stream& stream, const AttentionForward& p) {
   const uint64_t combine_params = stream.upload_params(&a, sizeof a);
   const int64_t total = p.batch * p.heads * p.L * (p.Ev + 1);
   stream.dispatch(stream.device().pipelines().get(*combine, 256), group_count(stream, total, 256),
-                  1, 1, &combine_params, sizeof combine_params);
+                  1, 1, &combine_params, sizeof combine_params, nullptr, 0, &accesses);
   allocator.free(state);  // stream order: a later reuse runs after these dispatches
 }
 
@@ -350,7 +390,13 @@ void attention_probabilities(Stream& stream, const AttentionForward& p, Operand 
   fill_common(a, p);
   const uint64_t params = stream.upload_params(&a, sizeof a);
   VkPipeline pipeline = stream.device().pipelines().get(*shader, 256);
-  stream.dispatch(pipeline, group_count(stream, total, 256), 1, 1, &params, sizeof params);
+  AccessSet accesses;  // the scores are rewritten in place
+  add_dense(accesses, scores.address, scores.dtype, total, false);
+  add_dense(accesses, scores.address, scores.dtype, total, true);
+  add_dense(accesses, p.lse.address, DType::Float32, p.batch * p.heads * p.L, false);
+  add_mask(accesses, p);
+  stream.dispatch(pipeline, group_count(stream, total, 256), 1, 1, &params, sizeof params, nullptr,
+                  0, &accesses);
 }
 
 // ---------------------------------------------------------------- backward
@@ -466,12 +512,31 @@ void attention_backward(Stream& stream, const AttentionBackward& problem) {
   const uint32_t wg = static_cast<uint32_t>(kBackwardTile * 4);
   const uint32_t query_tiles = static_cast<uint32_t>((p.L + kBackwardTile - 1) / kBackwardTile);
   const uint32_t key_tiles = static_cast<uint32_t>((p.S + kBackwardTile - 1) / kBackwardTile);
+  // Both passes read every input and read and write D (rows floats), so the dK / dV pass is
+  // ordered after the dQ pass that computes D.
+  AccessSet inputs;
+  add_heads(inputs, p.q, p.batch, p.heads, p.L, p.E, p.q_strides, false);
+  add_heads(inputs, p.k, p.batch, kv_heads, p.S, p.E, p.k_strides, false);
+  add_heads(inputs, p.v, p.batch, kv_heads, p.S, p.Ev, p.v_strides, false);
+  add_heads(inputs, p.out, p.batch, p.heads, p.L, p.Ev, p.out_strides, false);
+  add_heads(inputs, problem.grad_out, p.batch, p.heads, p.L, p.Ev, problem.grad_out_strides, false);
+  add_dense(inputs, p.lse.address, DType::Float32, rows, false);
+  add_mask(inputs, p);
+  add_dense(inputs, d, DType::Float32, rows, false);
+  add_dense(inputs, d, DType::Float32, rows, true);
+  AccessSet dq_accesses = inputs, dkv_accesses = inputs;
+  add_heads(dq_accesses, problem.grad_q, p.batch, p.heads, p.L, p.E, problem.grad_q_strides, true);
+  add_heads(dkv_accesses, problem.grad_k, p.batch, kv_heads, p.S, p.E, problem.grad_k_strides, true);
+  add_heads(dkv_accesses, problem.grad_v, p.batch, kv_heads, p.S, p.Ev, problem.grad_v_strides,
+            true);
   if (query_tiles > 0)
     stream.dispatch(stream.device().pipelines().get(*dq_shader, wg), query_tiles,
-                    static_cast<uint32_t>(p.batch * p.heads), 1, &params, sizeof params);
+                    static_cast<uint32_t>(p.batch * p.heads), 1, &params, sizeof params, nullptr,
+                    0, &dq_accesses);
   if (key_tiles > 0)
     stream.dispatch(stream.device().pipelines().get(*dkv_shader, wg), key_tiles,
-                    static_cast<uint32_t>(p.batch * kv_heads), 1, &params, sizeof params);
+                    static_cast<uint32_t>(p.batch * kv_heads), 1, &params, sizeof params, nullptr,
+                    0, &dkv_accesses);
   if (d != 0) allocator.free(d);  // stream order: a later reuse runs after both passes
 }
 

@@ -172,12 +172,38 @@ uint64_t offset_address(uint64_t address, int64_t elements, DType dtype) {
 
 DType acc_dtype(const Problem& p) { return p.kind == ComputeKind::Float64 ? DType::Float64 : DType::Float32; }
 
+// The memory of the convolution call being recorded on this thread (hazard tracking): its
+// inputs (read), its output and scratch buffers (read and written). Every conv.comp dispatch
+// of the call declares all of it; the GEMMs and element-wise kernels it records declare their
+// own operands. Outside a call (null) dispatches are ordered against everything.
+thread_local AccessSet* t_call_accesses = nullptr;
+
+class CallAccesses {
+ public:
+  CallAccesses() : previous_(t_call_accesses) { t_call_accesses = &set; }
+  ~CallAccesses() { t_call_accesses = previous_; }
+  CallAccesses(const CallAccesses&) = delete;
+  CallAccesses& operator=(const CallAccesses&) = delete;
+  // An [n, c, *size] tensor with strides `s`.
+  void tensor(uint64_t address, DType dtype, const Strides& s, int64_t n, int64_t c,
+              const int64_t size[3], bool write) {
+    const int64_t sizes[5] = {n, c, size[0], size[1], size[2]};
+    const int64_t strides[5] = {s.n, s.c, s.sp[0], s.sp[1], s.sp[2]};
+    add_strided(set, address, dtype, 5, sizes, strides, write);
+  }
+  AccessSet set;
+
+ private:
+  AccessSet* previous_;
+};
+
 // A temporary device buffer, freed when the scope ends (after the commands using it were
 // recorded: later reuse is ordered after them on the stream).
 class Scratch {
  public:
   Scratch(Stream& stream, uint64_t bytes) : stream_(stream) {
     if (bytes > 0) address_ = stream.device().allocator().allocate(bytes, stream.id());
+    if (address_ != 0 && t_call_accesses) t_call_accesses->read(address_, bytes).write(address_, bytes);
   }
   ~Scratch() {
     if (address_ != 0) stream_.device().allocator().free(address_);
@@ -223,7 +249,8 @@ void record(Stream& stream, ConvOp op, const Problem& p, int64_t total, ConvPush
     spec = {UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX};
   const uint32_t wg = tuning().elementwise_workgroup;
   VkPipeline pipeline = stream.device().pipelines().get(*shader, wg, spec);
-  stream.dispatch(pipeline, group_count(stream, total, wg), 1, 1, &push, sizeof(push));
+  stream.dispatch(pipeline, group_count(stream, total, wg), 1, 1, &push, sizeof(push), nullptr, 0,
+                  t_call_accesses);
 }
 
 // The geometry rows shared by every op: X's sizes and channels C, output sizes and COUT.
@@ -415,7 +442,8 @@ class ImplicitGemm {
       push.aux2_dtype = static_cast<int32_t>(bias_dt);
       push.geometry = stream_.upload_params(&g, sizeof(g));
       const int64_t col_tiles = (columns(nb) + bn_ - 1) / bn_;
-      stream_.dispatch(pipeline, groups(col_tiles, 0), gy_, gz_, &push, sizeof(push));
+      stream_.dispatch(pipeline, groups(col_tiles, 0), gy_, gz_, &push, sizeof(push), nullptr, 0,
+                       t_call_accesses);
     }
   }
 
@@ -512,6 +540,13 @@ void conv_forward(Stream& stream, const ConvShape& shape, const ConvTensor& y, c
     check_operand(p, w.address, w.dtype, "weight");
   }
   const Strides xs = strides_of(x, shape.spatial);
+  CallAccesses call;
+  if (reduces) {
+    call.tensor(x.address, x.dtype, xs, p.n, p.c, p.in, false);
+    add_dense(call.set, w.address, w.dtype, p.cout * p.cg * p.kvol, false);
+  }
+  add_dense(call.set, bias.address, bias.dtype, p.cout, false);
+  call.tensor(y.address, y.dtype, ys, p.n, p.cout, p.out, true);
   const ConvTuning& t = conv_tuning();
   bool direct = t.algo == ConvTuning::Algo::Direct || !reduces;
   if (t.algo == ConvTuning::Algo::Auto)
@@ -576,6 +611,13 @@ void conv_backward_input(Stream& stream, const ConvShape& shape, const ConvTenso
     y_l = collapsed_stride(ys, p.out);
     if (y_l < 0) invalid(kWhere, "grad_output's spatial dims must collapse to one stride");
   }
+  CallAccesses call;
+  if (contributes) {
+    call.tensor(dy.address, dy.dtype, ys, p.n, p.cout, p.out, false);
+    add_dense(call.set, w.address, w.dtype, p.cout * p.cg * p.kvol, false);
+  }
+  add_dense(call.set, bias.address, bias.dtype, p.c, false);
+  call.tensor(dx.address, dx.dtype, xs, p.n, p.c, p.in, true);
   // W_g^T: (r, co) at co * CG*K + r.
   const Operand2 wt{GemmMatrix{w.address, w.dtype, 1, cgk, 0}, 0, p.coutg * cgk};
   const int64_t x_l = collapsed_stride(xs, p.in);
@@ -656,6 +698,10 @@ void conv_backward_weight(Stream& stream, const ConvShape& shape, Operand dw, co
   const Strides ys = strides_of(dy, shape.spatial);
   const int64_t y_l = collapsed_stride(ys, p.out);
   if (y_l < 0) invalid(kWhere, "grad_output's spatial dims must collapse to one stride");
+  CallAccesses call;
+  call.tensor(x.address, x.dtype, xs, p.n, p.c, p.in, false);
+  call.tensor(dy.address, dy.dtype, ys, p.n, p.cout, p.out, false);
+  add_dense(call.set, dw.address, dw.dtype, numel, true);
 
   // The implicit GEMM when the whole batch is one chunk (dW written once from fp32 sums).
   if (use_implicit(stream, p, false) && p.n * p.l <= kMaxIndex &&

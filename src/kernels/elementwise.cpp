@@ -238,7 +238,11 @@ void elementwise(Stream& stream, std::string_view op_name, ComputeKind kind, int
   VkPipeline pipeline = pipeline_for(stream, op, kind, push, num_operands, false, vec);
   const uint32_t wg = tuning().elementwise_workgroup;
   const int64_t items = vec ? (numel + 3) / 4 : numel;  // vector path: four elements each
-  stream.dispatch(pipeline, group_count(stream, items, wg), 1, 1, &push, sizeof(push));
+  AccessSet accesses;
+  for (int i = 0; i < num_operands; ++i)
+    add_dims(accesses, operands[i].address, operands[i].dtype, dims, i, /*write=*/i == 0);
+  stream.dispatch(pipeline, group_count(stream, items, wg), 1, 1, &push, sizeof(push), nullptr, 0,
+                  &accesses);
 }
 
 void elementwise_list(Stream& stream, std::string_view op_name, ComputeKind kind,
@@ -277,6 +281,7 @@ void elementwise_list(Stream& stream, std::string_view op_name, ComputeKind kind
     block.assign(sizeof(ElementwiseListHeader), 0);
     int count = 0;
     int64_t chunks = 0;
+    AccessSet accesses;
     for (; e < num_entries && count < kMaxListEntries; ++e) {
       const ElementwiseListEntry& in = entries[e];
       if (in.numel == 0) continue;
@@ -289,6 +294,8 @@ void elementwise_list(Stream& stream, std::string_view op_name, ComputeKind kind
       }
       out.numel = static_cast<int32_t>(in.numel);
       out.first_chunk = static_cast<int32_t>(chunks);
+      for (int i = 0; i < num_operands; ++i)
+        add_dense(accesses, in.address[i], dtypes[i], in.stride[i] == 0 ? 1 : in.numel, i == 0);
       if (per_entry_s0) {
         uint64_t bits = 0;
         if (kind == ComputeKind::Float32) {
@@ -315,7 +322,8 @@ void elementwise_list(Stream& stream, std::string_view op_name, ComputeKind kind
     std::memcpy(block.data(), &header, sizeof(header));
     push.geometry = stream.upload_params(block.data(), block.size());
     push.numel = static_cast<int32_t>(chunks);
-    stream.dispatch(pipeline, group_count(stream, chunks * wg, wg), 1, 1, &push, sizeof(push));
+    stream.dispatch(pipeline, group_count(stream, chunks * wg, wg), 1, 1, &push, sizeof(push),
+                    nullptr, 0, &accesses);
   }
 }
 

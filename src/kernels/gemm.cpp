@@ -451,8 +451,11 @@ void record(Stream& stream, const Gemm& p, const Config& cfg,
       has_bias ? static_cast<uint32_t>(p.bias.dtype) : UINT32_MAX,  // -1: no bias
       cfg.tm, cfg.tn, cfg.wm, cfg.wn, cfg.bk, a_load, b_load, unit, exact_grid};
   VkPipeline pipeline = stream.device().pipelines().get(*shader, cfg.workgroup(), spec);
+  // A run-time epilogue may read more operands (through its argument block): ordered against
+  // everything.
+  const AccessSet accesses = detail::gemm_accesses(p);
   stream.dispatch(pipeline, gx, gy, gz, &push, sizeof(push), texel ? texel->views : nullptr,
-                  texel ? 6 : 0);
+                  texel ? 6 : 0, epilogue_shader ? nullptr : &accesses);
   g_last_algorithm = texel ? "texel" : cfg.texel ? "?" : algo_name(cfg);
 }
 
@@ -605,6 +608,20 @@ uint32_t grid_groups(const DeviceCapabilities& caps, int64_t items, int dim) {
 }
 
 void set_last_gemm_algorithm(const char* name) { g_last_algorithm = name; }
+
+AccessSet gemm_accesses(const Gemm& p) {
+  AccessSet set;
+  auto add = [&](const GemmMatrix& x, int64_t rows, int64_t cols, bool write) {
+    const int64_t sizes[3] = {rows, cols, p.batch};
+    const int64_t strides[3] = {x.row_stride, x.col_stride, x.batch_stride};
+    add_strided(set, x.address, x.dtype, 3, sizes, strides, write);
+  };
+  add(p.a, p.m, p.k, false);
+  add(p.b, p.k, p.n, false);
+  add(p.bias, p.m, p.n, false);
+  add(p.c, p.m, p.n, true);
+  return set;
+}
 
 }  // namespace detail
 

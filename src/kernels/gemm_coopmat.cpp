@@ -169,7 +169,8 @@ void record(Stream& stream, const Gemm& p, const Profile& f) {
       has_bias ? static_cast<uint32_t>(p.bias.dtype) : UINT32_MAX,
       f.bm, f.bn, f.bk, f.warps_m, f.warps_n, sg, f.cm, f.cn, f.ck, a_load, b_load};
   VkPipeline pipeline = stream.device().pipelines().get(*shader, f.warps_m * f.warps_n * sg, spec);
-  stream.dispatch(pipeline, gx, gy, gz, &push, sizeof(push));
+  const AccessSet accesses = gemm_accesses(p);
+  stream.dispatch(pipeline, gx, gy, gz, &push, sizeof(push), nullptr, 0, &accesses);
   set_last_gemm_algorithm(emulated ? "coopmat_emulated" : "coopmat");
 }
 

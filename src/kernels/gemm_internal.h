@@ -44,6 +44,10 @@ void record_portable(Stream& stream, const Gemm& p);
 
 void set_last_gemm_algorithm(const char* name);
 
+// What a dispatch of `p` (validated, normalized) reads and writes: A, B and the bias read, C
+// written, over every batch.
+AccessSet gemm_accesses(const Gemm& p);
+
 // Records `p` (validated, normalized, k > 0) on the cooperative-matrix kernel when the device
 // has one that passed its self-check and the problem suits it (gemm_coopmat.cpp). False:
 // nothing was recorded.

@@ -490,7 +490,7 @@ bool generated_args_indirect(int n_addresses, int n_ints, int n_floats) {
 void launch_generated(Stream& stream, const GeneratedKernel& kernel, uint32_t groups_x,
                       uint32_t local_size_x, const uint64_t* addresses, int n_addresses,
                       const int64_t* ints, int n_ints, const float* floats, int n_floats,
-                      const TexelArgument* texels, int n_texels) {
+                      const TexelArgument* texels, int n_texels, const AccessSet* accesses) {
   if (n_addresses < 0 || n_ints < 0 || n_floats < 0 || n_texels < 0)
     invalid("negative argument count for kernel '" + kernel.name + "'");
   if ((n_addresses > 0 && !addresses) || (n_ints > 0 && !ints) || (n_floats > 0 && !floats) ||
@@ -540,7 +540,7 @@ void launch_generated(Stream& stream, const GeneratedKernel& kernel, uint32_t gr
     alignas(16) uint8_t block[kMaxPushConstantBytes];
     pack(block);
     stream.dispatch(pipeline, groups_x, 1, 1, block, static_cast<uint32_t>(bytes), views,
-                    view_count);
+                    view_count, accesses);
   } else {
     // Indirect: the block goes to the stream's parameter ring, its address is pushed.
     constexpr size_t kStackBytes = 1024;
@@ -554,7 +554,7 @@ void launch_generated(Stream& stream, const GeneratedKernel& kernel, uint32_t gr
     pack(block);
     const uint64_t block_address = stream.upload_params(block, bytes);
     stream.dispatch(pipeline, groups_x, 1, 1, &block_address, sizeof(block_address), views,
-                    view_count);
+                    view_count, accesses);
   }
 }
 

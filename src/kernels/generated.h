@@ -42,6 +42,7 @@
 #include "runtime/pipeline.h"
 
 namespace tvk {
+class AccessSet;
 class Stream;
 }
 
@@ -87,11 +88,13 @@ struct TexelArgument {
 // Throws std::invalid_argument for negative counts, null arrays with a positive count,
 // groups_x outside 1..maxComputeWorkGroupCount[0], local_size_x outside the device's
 // workgroup limits, more than kMaxTexelBindings texels or one without a texel view
-// (Allocator::texel_view). Never waits.
+// (Allocator::texel_view). `accesses`: the memory the kernel may read and write (its tensors'
+// storage; Stream::dispatch), null for any memory. Never waits.
 void launch_generated(Stream& stream, const GeneratedKernel& kernel, uint32_t groups_x,
                       uint32_t local_size_x, const uint64_t* addresses, int n_addresses,
                       const int64_t* ints, int n_ints, const float* floats, int n_floats,
-                      const TexelArgument* texels = nullptr, int n_texels = 0);
+                      const TexelArgument* texels = nullptr, int n_texels = 0,
+                      const AccessSet* accesses = nullptr);
 
 struct GeneratedKernelStats {
   uint64_t compiles = 0;     // sources compiled by the run-time compiler

@@ -122,4 +122,32 @@ int64_t loop_chunk(Stream& stream, int64_t total, int64_t per_item, int64_t fixe
   return std::clamp<int64_t>(chunk, 1, std::max<int64_t>(total, 1));
 }
 
+void add_strided(AccessSet& set, uint64_t address, DType dtype, int ndim, const int64_t* sizes,
+                 const int64_t* strides, bool write) {
+  if (address == 0) return;
+  int64_t low = 0, high = 0;  // element offsets of the lowest and highest element
+  for (int i = 0; i < ndim; ++i) {
+    if (sizes[i] == 0) return;
+    const int64_t reach = (sizes[i] - 1) * strides[i];
+    (reach < 0 ? low : high) += reach;
+  }
+  const int64_t size = dtype_size(dtype);
+  const int64_t begin = static_cast<int64_t>(address) + low * size;
+  if (write)
+    set.write(static_cast<uint64_t>(begin), static_cast<uint64_t>((high - low + 1) * size));
+  else
+    set.read(static_cast<uint64_t>(begin), static_cast<uint64_t>((high - low + 1) * size));
+}
+
+void add_dims(AccessSet& set, uint64_t address, DType dtype, const Dims& d, int k, bool write) {
+  add_strided(set, address, dtype, d.ndim, d.sizes, d.strides[k], write);
+}
+
+void add_dense(AccessSet& set, uint64_t address, DType dtype, int64_t elements, bool write) {
+  if (elements <= 0) return;
+  const uint64_t bytes = static_cast<uint64_t>(elements) * dtype_size(dtype);
+  if (write) set.write(address, bytes);
+  else set.read(address, bytes);
+}
+
 }  // namespace tvk::kernels

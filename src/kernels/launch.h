@@ -79,4 +79,15 @@ int64_t loop_budget(Stream& stream);
 // invocation must fit loop_budget(); at least 1. `total` when the budget allows all of it.
 int64_t loop_chunk(Stream& stream, int64_t total, int64_t per_item, int64_t fixed = 0);
 
+// ---- the memory a dispatch touches (Stream::dispatch's `accesses`, hazard tracking) ----
+// Adds the span of a strided operand: from its lowest to its highest element (the elements it
+// skips in between count too), `ndim` sizes and element strides (any sign). Nothing when a
+// size is 0 or the address is 0.
+void add_strided(AccessSet& set, uint64_t address, DType dtype, int ndim, const int64_t* sizes,
+                 const int64_t* strides, bool write);
+// Stride array `k` of `d`.
+void add_dims(AccessSet& set, uint64_t address, DType dtype, const Dims& d, int k, bool write);
+// `elements` contiguous elements.
+void add_dense(AccessSet& set, uint64_t address, DType dtype, int64_t elements, bool write);
+
 }  // namespace tvk::kernels

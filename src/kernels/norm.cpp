@@ -146,7 +146,8 @@ bool vector_aligned(uint64_t address, int32_t dtype) {
 
 // Records one dispatch of `op` ("forward", "backward", "param_grad") over push.channels
 // segments.
-void launch(Stream& stream, const char* op, bool f64, const NormShape& shape, NormPush& push) {
+void launch(Stream& stream, const char* op, bool f64, const NormShape& shape, NormPush& push,
+            const AccessSet& accesses) {
   push.outer = static_cast<int32_t>(shape.outer);
   push.channels = static_cast<int32_t>(shape.channels);
   push.inner = static_cast<int32_t>(shape.inner);
@@ -248,8 +249,22 @@ void launch(Stream& stream, const char* op, bool f64, const NormShape& shape, No
   spec.push_back(vec ? 1u : 0u);
   VkPipeline pipeline = stream.device().pipelines().get(*shader, wg, spec);
   const uint32_t groups = group_count(stream, shape.channels, per_group);
-  stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+  stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push), nullptr, 0, &accesses);
 }
+
+// Element counts of the operand classes, for the dispatch's AccessSet: data tensors (the whole
+// [outer, channels, inner] view), parameters and statistics. The last two are bounds that
+// hold for every layout and view (a wider range only costs a barrier).
+struct NormExtents {
+  int64_t data, params, stats;
+  explicit NormExtents(const NormShape& s) {
+    data = s.outer * s.channels * s.inner;
+    const int64_t group_channels = s.layout == NormLayout::Group && s.hw > 0
+                                       ? s.inner / s.hw * s.groups : 0;
+    params = std::max({s.inner, s.channels, group_channels});
+    stats = std::max(s.channels, s.outer * std::max<int64_t>(s.groups, 1));
+  }
+};
 
 void check_group_shape(const NormShape& s, bool param_view) {
   if (s.layout != NormLayout::Group) return;
@@ -329,7 +344,28 @@ void norm_forward(Stream& stream, const NormForward& p) {
   push.momentum = scalar_bits(p.momentum, f64);
   push.dy_dt = push.x_dt;
   push.layout_flags = flags << 4;
-  launch(stream, "forward", f64, p.shape, push);
+  const NormExtents e(p.shape);
+  AccessSet accesses;
+  add_dense(accesses, p.x.address, p.x.dtype, e.data, false);
+  add_dense(accesses, p.out.address, p.out.dtype, e.data, true);
+  add_dense(accesses, p.weight.address, p.weight.dtype, e.params, false);
+  add_dense(accesses, p.bias.address, p.bias.dtype, e.params, false);
+  if (p.stats_given) {
+    add_dense(accesses, p.running_mean.address, p.running_mean.dtype, e.stats, false);
+    add_dense(accesses, p.running_var.address, p.running_var.dtype, e.stats, false);
+  } else {
+    add_dense(accesses, push.a[4], p.save_mean.dtype, e.stats, true);
+    add_dense(accesses, p.save_rstd.address, p.save_rstd.dtype, e.stats, true);
+    if (p.update) {
+      for (const Operand* r : {&p.running_mean, &p.running_var}) {
+        add_dense(accesses, r->address, r->dtype, e.stats, false);
+        add_dense(accesses, r->address, r->dtype, e.stats, true);
+      }
+    }
+  }
+  add_dense(accesses, p.residual.address, p.residual.dtype, e.data, false);
+  add_dense(accesses, p.sum_out.address, p.sum_out.dtype, e.data, true);
+  launch(stream, "forward", f64, p.shape, push, accesses);
 }
 
 void norm_backward(Stream& stream, const NormBackward& p) {
@@ -368,7 +404,17 @@ void norm_backward(Stream& stream, const NormBackward& p) {
   push.eps = scalar_bits(p.eps, f64);
   push.layout_flags = flags << 4;
   if (push.a[1] == 0 && push.a[6] == 0 && push.a[7] == 0) return;
-  launch(stream, "backward", f64, p.shape, push);
+  const NormExtents e(p.shape);
+  AccessSet accesses;
+  add_dense(accesses, p.x.address, p.x.dtype, e.data, false);
+  add_dense(accesses, p.grad_out.address, p.grad_out.dtype, e.data, false);
+  add_dense(accesses, p.grad_in.address, p.grad_in.dtype, e.data, true);
+  add_dense(accesses, p.weight.address, p.weight.dtype, e.params, false);
+  add_dense(accesses, push.a[4], p.mean.dtype, e.stats, false);
+  add_dense(accesses, p.rstd.address, p.rstd.dtype, e.stats, false);
+  add_dense(accesses, p.grad_weight.address, p.grad_weight.dtype, e.params, true);
+  add_dense(accesses, p.grad_bias.address, p.grad_bias.dtype, e.params, true);
+  launch(stream, "backward", f64, p.shape, push, accesses);
 }
 
 void norm_param_grad(Stream& stream, const NormParamGrad& p) {
@@ -400,7 +446,15 @@ void norm_param_grad(Stream& stream, const NormParamGrad& p) {
   push.a[6] = p.grad_weight.address;
   push.a[7] = p.grad_bias.address;
   push.layout_flags = (p.center ? kFlagCenter : 0) << 4;
-  launch(stream, "param_grad", f64, p.shape, push);
+  const NormExtents e(p.shape);
+  AccessSet accesses;
+  add_dense(accesses, p.x.address, p.x.dtype, e.data, false);
+  add_dense(accesses, p.grad_out.address, p.grad_out.dtype, e.data, false);
+  add_dense(accesses, push.a[4], p.mean.dtype, e.stats, false);
+  add_dense(accesses, p.rstd.address, p.rstd.dtype, e.stats, false);
+  add_dense(accesses, p.grad_weight.address, p.grad_weight.dtype, e.params, true);
+  add_dense(accesses, p.grad_bias.address, p.grad_bias.dtype, e.params, true);
+  launch(stream, "param_grad", f64, p.shape, push, accesses);
 }
 
 }  // namespace tvk::kernels

@@ -82,6 +82,7 @@ double log_or_neg_inf(double beta) { return beta > 0 ? std::log(beta) : -INFINIT
 // other fields.
 void dispatch_tables(Stream& stream, VkPipeline pipeline, const std::vector<OptimTensor>& work,
                      const double (&hyper)[8], OptimPush push) {
+  const uint64_t esize = dtype_size(static_cast<DType>(push.dtype));
   float hyper_f[8];
   for (int i = 0; i < 8; ++i) hyper_f[i] = static_cast<float>(hyper[i]);
   for (size_t first = 0; first < work.size(); first += kOptimMaxTensorsPerDispatch) {
@@ -90,8 +91,18 @@ void dispatch_tables(Stream& stream, VkPipeline pipeline, const std::vector<Opti
     std::memcpy(table.data(), hyper_f, sizeof hyper_f);
     std::memcpy(table.data() + 32, hyper, sizeof hyper);
     int64_t chunks = 0;
+    // Scalar tensors (lr, grad_scale, found_inf: 4 bytes; the AMP unscale writes found_inf),
+    // then per tensor the param (the gradient for the unscale) and the states, updated in
+    // place, the grad and the step count, read. Many tensors widen the ranges (AccessSet).
+    AccessSet accesses;
+    accesses.read(push.lr_addr, 4).read(push.grad_scale, 4).read(push.found_inf, 4);
+    accesses.write(push.found_inf, 4);
     for (size_t i = 0; i < count; ++i) {
       const OptimTensor& t = work[first + i];
+      const uint64_t bytes = static_cast<uint64_t>(t.numel) * esize;
+      for (uint64_t updated : {t.param, t.state0, t.state1, t.state2})
+        accesses.read(updated, bytes).write(updated, bytes);
+      accesses.read(t.grad, bytes).read(t.step, 4);
       TableEntry e{t.param, t.grad, t.state0, t.state1, t.state2, t.step,
                    static_cast<int32_t>(t.numel), static_cast<int32_t>(chunks), 0, 0};
       std::memcpy(table.data() + kHeaderBytes + i * sizeof e, &e, sizeof e);
@@ -102,7 +113,8 @@ void dispatch_tables(Stream& stream, VkPipeline pipeline, const std::vector<Opti
     push.num_tensors = static_cast<int32_t>(count);
     push.num_chunks = static_cast<int32_t>(chunks);
     push.chunk = kChunk;
-    stream.dispatch(pipeline, group_count(stream, chunks, 1), 1, 1, &push, sizeof push);
+    stream.dispatch(pipeline, group_count(stream, chunks, 1), 1, 1, &push, sizeof push, nullptr, 0,
+                    &accesses);
   }
 }
 
@@ -235,7 +247,10 @@ void amp_update_scale(Stream& stream, uint64_t scale, uint64_t growth_tracker, u
   push.grad_scale = growth_tracker;
   push.found_inf = found_inf;
   push.chunk = static_cast<int32_t>(growth_interval);
-  stream.dispatch(pipeline, 1, 1, 1, &push, sizeof push);
+  AccessSet accesses;
+  accesses.read(scale, 4).write(scale, 4).read(growth_tracker, 4).write(growth_tracker, 4);
+  accesses.read(found_inf, 4);
+  stream.dispatch(pipeline, 1, 1, 1, &push, sizeof push, nullptr, 0, &accesses);
 }
 
 }  // namespace tvk::kernels

@@ -103,6 +103,37 @@ struct Pass {
   int64_t split = 1, chunk = 0;
 };
 
+DType acc_storage(ComputeKind acc);
+
+// What one pass reads and writes. The input is indexed by the output dims (strides[1]) and
+// the reduced dims together; split-mode partials are contiguous, out_numel * split elements.
+AccessSet pass_accesses(ComputeKind acc, const Pass& p) {
+  AccessSet set;
+  int64_t sizes[2 * kMaxDims], strides[2 * kMaxDims];
+  int n = 0;
+  for (int d = 0; d < p.out_dims.ndim; ++d, ++n) {
+    sizes[n] = p.out_dims.sizes[d];
+    strides[n] = p.out_dims.strides[1][d];
+  }
+  for (int d = 0; d < p.red_dims.ndim; ++d, ++n) {
+    sizes[n] = p.red_dims.sizes[d];
+    strides[n] = p.red_dims.strides[0][d];
+  }
+  add_strided(set, p.in_addr, p.in_dtype, n, sizes, strides, false);
+  if (p.arg && p.aux_addr != 0)  // pass 2 of a split arg reduction: indices like the input
+    add_strided(set, p.aux_addr, DType::Int64, n, sizes, strides, false);
+  else  // the center, laid out like the output
+    add_dims(set, p.aux_addr, acc_storage(acc), p.out_dims, 0, false);
+  if (p.split > 1) {
+    add_dense(set, p.out_addr, p.out_dtype, p.out_numel * p.split, true);
+    add_dense(set, p.idx_addr, DType::Int64, p.out_numel * p.split, true);
+  } else {
+    add_dims(set, p.out_addr, p.out_dtype, p.out_dims, 0, true);
+    add_dims(set, p.idx_addr, DType::Int64, p.out_dims, 2, true);
+  }
+  return set;
+}
+
 void record(Stream& stream, ReduceOp op, ComputeKind acc, const Pass& p) {
   const DeviceCapabilities& caps = stream.device().caps();
   std::string name = std::string("reduce.") + op_name(op, p.arg) + "." +
@@ -165,7 +196,8 @@ void record(Stream& stream, ReduceOp op, ComputeKind acc, const Pass& p) {
   VkPipeline pipeline = stream.device().pipelines().get(*shader, wg, spec);
   int64_t items = p.mode == kModeThread ? p.out_numel : p.out_numel * p.split;
   uint32_t groups = group_count(stream, items, p.mode == kModeThread ? wg : 1);
-  stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+  const AccessSet accesses = pass_accesses(acc, p);
+  stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push), nullptr, 0, &accesses);
 }
 
 DType acc_storage(ComputeKind acc) {

@@ -220,7 +220,11 @@ void softmax(Stream& stream, const Softmax& p) {
   spec.push_back(vec ? 1u : 0u);
   VkPipeline pipeline = stream.device().pipelines().get(*shader, wg, spec);
   const uint32_t groups = group_count(stream, rows, rows_per_group);
-  stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+  AccessSet accesses;
+  add_dense(accesses, p.in.address, p.in.dtype, numel, false);
+  if (backward) add_dense(accesses, p.in2.address, p.in2.dtype, numel, false);
+  add_dense(accesses, p.out.address, p.out.dtype, numel, true);
+  stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push), nullptr, 0, &accesses);
 }
 
 }  // namespace tvk::kernels

@@ -125,6 +125,8 @@ struct RuntimeCounters {
   std::atomic<uint64_t> submits{0};      // vkQueueSubmit calls
   std::atomic<uint64_t> host_waits{0};   // host waits asked for past the point already waited for
   std::atomic<uint64_t> pipelines_created{0};
+  std::atomic<uint64_t> barriers{0};          // barriers recorded between two commands
+  std::atomic<uint64_t> barriers_skipped{0};  // command pairs hazard tracking left unordered
 };
 
 // One logical device: queue, allocator, streams, pipelines. Created lazily by Runtime.

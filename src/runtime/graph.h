@@ -72,6 +72,8 @@ struct GraphCommand {
   // False for commands that only the capture run executes (the initial write of the Philox
   // block, see CapturedGraph::philox_address); replays skip them.
   bool replayed = true;
+  // What the command reads and writes: replays record the barriers these call for.
+  AccessSet accesses;
   alignas(16) uint8_t push[kMaxPushConstantBytes];
 };
 

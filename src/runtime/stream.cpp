@@ -1,11 +1,12 @@
 // L1: streams (command recording, batched submission, timeline semaphores) and events.
 //
-// Recording state per stream: one command buffer in the recording state at a time. Every
-// recorded command is preceded by a global compute+transfer memory barrier unless it is the
-// first command of its command buffer, which gives in-order stream semantics. Each submit
-// signals the stream's timeline semaphore with the next value; command buffers, parameter ring
-// chunks and staging chunks are recycled once the timeline passed the value of the submit
-// that last used them.
+// Recording state per stream: one command buffer in the recording state at a time. A recorded
+// command is preceded by a global compute+transfer memory barrier when it conflicts with a
+// command since the previous barrier (HazardTracker below; stream.h, "Barriers"), which gives
+// in-order stream semantics. Each submit waits for the stream's previous submit and signals the
+// stream's timeline semaphore with the next value; command buffers, parameter ring chunks and
+// staging chunks are recycled once the timeline passed the value of the submit that last used
+// them.
 //
 // Graph capture (runtime/graph.h): Impl::capture points at the graph being captured; the
 // recording paths append to it under Impl::mutex. begin/end_capture are serialized by
@@ -21,6 +22,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "runtime/allocator.h"
 #include "runtime/device.h"
@@ -48,6 +50,63 @@ constexpr uint32_t kQuerySlots = 65536;
 constexpr uint32_t kProfileQueries = 4096;  // timestamp queries per profiling pool (2 per command)
 
 uint64_t round_up(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
+
+BarrierMode barrier_mode_from_env() {
+  const char* v = std::getenv("TORCH_VK_BARRIERS");
+  if (!v || !*v) return BarrierMode::Tracked;
+  const std::string mode(v);
+  if (mode == "all") return BarrierMode::All;
+  if (mode == "reverse") return BarrierMode::Reverse;
+  return BarrierMode::Tracked;
+}
+
+std::atomic<int>& barrier_mode_setting() {
+  static std::atomic<int> mode{static_cast<int>(barrier_mode_from_env())};
+  return mode;
+}
+
+// The commands recorded since the last barrier of a command buffer, for deciding whether the
+// next command needs one.
+class HazardTracker {
+ public:
+  // True when a command touching `accesses` must wait for the commands since the last barrier:
+  // it reads or writes bytes they wrote, or writes bytes they read.
+  bool conflicts(const AccessSet& accesses) const {
+    if (empty_) return false;
+    if (everything_ || !accesses.known()) return true;
+    for (int i = 0; i < accesses.size(); ++i) {
+      const MemoryRange& r = accesses[i];
+      for (const MemoryRange& p : pending_)
+        if ((r.write || p.write) && r.begin < p.end && p.begin < r.end) return true;
+    }
+    return false;
+  }
+  void add(const AccessSet& accesses) {
+    empty_ = false;
+    if (!accesses.known() || pending_.size() + accesses.size() > kMaxPending) {
+      everything_ = true;
+      return;
+    }
+    for (int i = 0; i < accesses.size(); ++i) pending_.push_back(accesses[i]);
+  }
+  void clear() {
+    pending_.clear();
+    everything_ = false;
+    empty_ = true;
+  }
+
+ private:
+  // Past this many ranges the next command gets a barrier (bounds the cost of conflicts()).
+  static constexpr size_t kMaxPending = 96;
+  std::vector<MemoryRange> pending_;
+  bool everything_ = false;
+  bool empty_ = true;
+};
+
+const AccessSet& unknown_accesses() {
+  static const AccessSet everything = AccessSet().everything();
+  return everything;
+}
 
 uint32_t submit_batch_from_env() {
   const char* v = std::getenv("TORCH_VK_SUBMIT_BATCH");
@@ -143,8 +202,35 @@ void push_texel_views(VkCommandBuffer cb, VkPipelineLayout layout, const VkBuffe
   vk::vkCmdPushDescriptorSetKHR(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, count, writes);
 }
 
-// The barrier recorded between consecutive commands: all compute/transfer writes before it
+// The barrier recorded between conflicting commands: all compute/transfer writes before it
 // are visible to all compute/transfer reads and writes after it.
+void record_barrier(VkCommandBuffer cb);
+
+// Records one dispatch / copy / fill `c` into `cb`; `bound` is the pipeline bound in `cb`.
+void emit_command(VkCommandBuffer cb, VkPipelineLayout layout, const GraphCommand& c,
+                  VkPipeline& bound) {
+  switch (c.kind) {
+    case GraphCommand::Kind::Dispatch:
+      if (bound != c.pipeline) {
+        vk::vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, c.pipeline);
+        bound = c.pipeline;
+      }
+      if (c.push_size > 0)
+        vk::vkCmdPushConstants(cb, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, c.push_size, c.push);
+      if (c.view_count > 0) push_texel_views(cb, layout, c.views, c.view_count);
+      vk::vkCmdDispatch(cb, c.groups[0], c.groups[1], c.groups[2]);
+      break;
+    case GraphCommand::Kind::Copy: {
+      VkBufferCopy region{c.src_offset, c.dst_offset, c.bytes};
+      vk::vkCmdCopyBuffer(cb, c.src, c.dst, 1, &region);
+      break;
+    }
+    case GraphCommand::Kind::Fill:
+      vk::vkCmdFillBuffer(cb, c.dst, c.dst_offset, c.bytes, c.pattern);
+      break;
+  }
+}
+
 void record_barrier(VkCommandBuffer cb) {
   VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -205,6 +291,10 @@ struct Stream::Impl {
   std::vector<std::pair<uint64_t, RawBuffer>> deferred_release;
   // Secondary command buffers of released graphs, freed once their point completed.
   std::vector<std::pair<uint64_t, VkCommandBuffer>> deferred_secondaries;
+  // Barriers: the commands since the last barrier of `cb`; in BarrierMode::Reverse the
+  // commands of the current barrier-free group, recorded (reversed) when the group ends.
+  HazardTracker hazards;
+  std::vector<GraphCommand> deferred;
 
   Impl(Device& d, VkSemaphore t) : device(d), counters(Runtime::get().counters()), timeline(t) {}
 
@@ -321,10 +411,47 @@ struct Stream::Impl {
     vk::vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, p.pool, p.slot + 1);
   }
 
-  // Before every memory-accessing command.
-  void pre_command() {
+  // Before every memory-accessing command: the barrier it needs. Returns the barrier mode.
+  BarrierMode pre_command(const AccessSet& accesses) {
     begin();
-    if (cb_has_commands) record_barrier(cb);
+    BarrierMode mode = barrier_mode();
+    // Profiled commands are timed where they are recorded: no reordering while profiling.
+    if (mode == BarrierMode::Reverse && profiler::active()) mode = BarrierMode::Tracked;
+    if (mode != BarrierMode::Reverse) emit_deferred();
+    if (!cb_has_commands) {
+      hazards.clear();  // earlier command buffers are ordered by the submit's timeline wait
+    } else if (mode == BarrierMode::All || hazards.conflicts(accesses)) {
+      emit_deferred();
+      record_barrier(cb);
+      hazards.clear();
+      counters.barriers.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      counters.barriers_skipped.fetch_add(1, std::memory_order_relaxed);
+    }
+    hazards.add(accesses);
+    return mode;
+  }
+
+  // BarrierMode::Reverse: records the pending barrier-free group, last command first.
+  void emit_deferred() {
+    if (deferred.empty()) return;
+    for (size_t i = deferred.size(); i-- > 0;) emit_command(cb, layout, deferred[i], bound);
+    deferred.clear();
+  }
+
+  // Records `c` (its accesses included) with the barrier it needs, and appends it to the graph
+  // being captured.
+  void record(const GraphCommand& c, profiler::CommandKind kind, uint64_t bytes) {
+    const BarrierMode mode = pre_command(c.accesses);
+    if (mode == BarrierMode::Reverse) {
+      deferred.push_back(c);
+    } else {
+      const int profiled_index = profile_begin(kind, c.pipeline, bytes);
+      emit_command(cb, layout, c, bound);
+      profile_end(profiled_index);
+    }
+    post_command();
+    if (CapturedGraph* g = capture.load(std::memory_order_relaxed)) g->commands_.push_back(c);
   }
 
   // After every memory-accessing command.
@@ -336,6 +463,14 @@ struct Stream::Impl {
 
   void submit() {
     if (!dirty) return;
+    emit_deferred();
+    // Commands of the previous submit of this stream stay ordered before this one's (a
+    // pipeline barrier orders only within what it sees in submission order, and the barriers
+    // above are only recorded between commands of one command buffer).
+    if (submitted > 0) {
+      wait_semaphores.push_back(timeline);
+      wait_values.push_back(submitted);
+    }
     if (cb && cb_has_commands) {
       // Device writes become visible to host reads once the submit completed: mapped tensor
       // memory read by copy_to_host and the device error record.
@@ -393,24 +528,19 @@ struct Stream::Impl {
     return ring.alloc(device, size, align, batch_value() + 1, [this] { return completed(); });
   }
 
+  // `accesses`: the device memory the copy reads and writes (null: any memory).
   void copy_buffers(VkBuffer src, uint64_t src_offset, VkBuffer dst, uint64_t dst_offset,
-                    uint64_t bytes) {
-    pre_command();
-    const int profiled_index = profile_begin(profiler::CommandKind::Copy, VK_NULL_HANDLE, bytes);
-    VkBufferCopy region{src_offset, dst_offset, bytes};
-    vk::vkCmdCopyBuffer(cb, src, dst, 1, &region);
-    profile_end(profiled_index);
+                    uint64_t bytes, const AccessSet* accesses) {
+    GraphCommand c;
+    c.kind = GraphCommand::Kind::Copy;
+    c.src = src;
+    c.src_offset = src_offset;
+    c.dst = dst;
+    c.dst_offset = dst_offset;
+    c.bytes = bytes;
+    c.accesses = accesses ? *accesses : unknown_accesses();
+    record(c, profiler::CommandKind::Copy, bytes);
     counters.transfers.fetch_add(1, std::memory_order_relaxed);
-    post_command();
-    if (CapturedGraph* g = capture.load(std::memory_order_relaxed)) {
-      GraphCommand& c = g->commands_.emplace_back();
-      c.kind = GraphCommand::Kind::Copy;
-      c.src = src;
-      c.src_offset = src_offset;
-      c.dst = dst;
-      c.dst_offset = dst_offset;
-      c.bytes = bytes;
-    }
   }
 
   // The captured commands as a secondary command buffer (simultaneous use: replays may be
@@ -430,32 +560,18 @@ struct Stream::Impl {
     VkResult result = vk::vkBeginCommandBuffer(sec, &bi);
     if (result == VK_SUCCESS) {
       VkPipeline sec_bound = VK_NULL_HANDLE;
+      HazardTracker tracker;
+      const bool all = barrier_mode() == BarrierMode::All;
       bool first = true;
       for (const GraphCommand& c : commands) {
         if (!c.replayed) continue;
-        if (!first) record_barrier(sec);
-        first = false;
-        switch (c.kind) {
-          case GraphCommand::Kind::Dispatch:
-            if (sec_bound != c.pipeline) {
-              vk::vkCmdBindPipeline(sec, VK_PIPELINE_BIND_POINT_COMPUTE, c.pipeline);
-              sec_bound = c.pipeline;
-            }
-            if (c.push_size > 0)
-              vk::vkCmdPushConstants(sec, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, c.push_size,
-                                     c.push);
-            if (c.view_count > 0) push_texel_views(sec, layout, c.views, c.view_count);
-            vk::vkCmdDispatch(sec, c.groups[0], c.groups[1], c.groups[2]);
-            break;
-          case GraphCommand::Kind::Copy: {
-            VkBufferCopy region{c.src_offset, c.dst_offset, c.bytes};
-            vk::vkCmdCopyBuffer(sec, c.src, c.dst, 1, &region);
-            break;
-          }
-          case GraphCommand::Kind::Fill:
-            vk::vkCmdFillBuffer(sec, c.dst, c.dst_offset, c.bytes, c.pattern);
-            break;
+        if (!first && (all || tracker.conflicts(c.accesses))) {
+          record_barrier(sec);
+          tracker.clear();
         }
+        first = false;
+        tracker.add(c.accesses);
+        emit_command(sec, layout, c, sec_bound);
       }
       result = vk::vkEndCommandBuffer(sec);
     }
@@ -477,6 +593,51 @@ struct Stream::Impl {
     deferred_secondaries.resize(keep);
   }
 };
+
+AccessSet& AccessSet::add(uint64_t address, uint64_t bytes, bool write) {
+  if (address == 0 || bytes == 0 || !known_) return *this;
+  if (address > UINT64_MAX - bytes) return everything();
+  const MemoryRange r{address, address + bytes, write};
+  if (count_ < kCapacity) {
+    ranges_[count_++] = r;
+    return *this;
+  }
+  // Full: widen the range of the same kind whose span grows least to cover `r` as well. A
+  // wider range can only add barriers, never remove one.
+  int best = -1;
+  uint64_t best_growth = UINT64_MAX;
+  for (int i = 0; i < count_; ++i) {
+    if (ranges_[i].write != write) continue;
+    const uint64_t begin = std::min(ranges_[i].begin, r.begin);
+    const uint64_t end = std::max(ranges_[i].end, r.end);
+    const uint64_t growth = (end - begin) - (ranges_[i].end - ranges_[i].begin);
+    if (growth < best_growth) {
+      best_growth = growth;
+      best = i;
+    }
+  }
+  if (best < 0) {
+    // Every range is of the other kind: collapse them into one span to make room.
+    for (int i = 1; i < count_; ++i) {
+      ranges_[0].begin = std::min(ranges_[0].begin, ranges_[i].begin);
+      ranges_[0].end = std::max(ranges_[0].end, ranges_[i].end);
+    }
+    ranges_[1] = r;
+    count_ = 2;
+    return *this;
+  }
+  ranges_[best].begin = std::min(ranges_[best].begin, r.begin);
+  ranges_[best].end = std::max(ranges_[best].end, r.end);
+  return *this;
+}
+
+BarrierMode barrier_mode() {
+  return static_cast<BarrierMode>(barrier_mode_setting().load(std::memory_order_relaxed));
+}
+
+void set_barrier_mode(BarrierMode mode) {
+  barrier_mode_setting().store(static_cast<int>(mode), std::memory_order_relaxed);
+}
 
 Stream::Stream(Device& device, uint32_t id, int priority)
     : device_(device), id_(id), priority_(priority) {
@@ -523,7 +684,8 @@ Stream::~Stream() {
 
 void Stream::dispatch(VkPipeline pipeline, uint32_t groups_x, uint32_t groups_y,
                       uint32_t groups_z, const void* push, uint32_t push_size,
-                      const VkBufferView* views, uint32_t view_count) {
+                      const VkBufferView* views, uint32_t view_count,
+                      const AccessSet* accesses) {
   TVK_CHECK(push_size <= kMaxPushConstantBytes, "push constants of ", push_size,
             " bytes exceed the ", kMaxPushConstantBytes, "-byte limit");
   TVK_CHECK(view_count <= kMaxTexelBindings, view_count, " texel views exceed the limit of ",
@@ -536,40 +698,22 @@ void Stream::dispatch(VkPipeline pipeline, uint32_t groups_x, uint32_t groups_y,
             "dispatch of (", groups_x, ", ", groups_y, ", ", groups_z,
             ") workgroups exceeds maxComputeWorkGroupCount (", s.max_groups[0], ", ",
             s.max_groups[1], ", ", s.max_groups[2], ")");
-  // vkCmdPushConstants needs a multiple of 4 bytes: pad a copy with zeros.
-  alignas(16) uint8_t padded[kMaxPushConstantBytes];
-  const uint32_t size4 = (push_size + 3) & ~3u;
-  if (size4 != push_size) {
-    std::memcpy(padded, push, push_size);
-    std::memset(padded + push_size, 0, size4 - push_size);
-    push = padded;
-  }
+  // vkCmdPushConstants needs a multiple of 4 bytes: the command's copy is padded with zeros.
+  GraphCommand c;
+  c.kind = GraphCommand::Kind::Dispatch;
+  c.pipeline = pipeline;
+  c.groups[0] = groups_x;
+  c.groups[1] = groups_y;
+  c.groups[2] = groups_z;
+  c.push_size = (push_size + 3) & ~3u;
+  if (push_size > 0) std::memcpy(c.push, push, push_size);
+  std::memset(c.push + push_size, 0, c.push_size - push_size);
+  c.view_count = view_count;
+  for (uint32_t i = 0; i < view_count; ++i) c.views[i] = views[i];
+  c.accesses = accesses ? *accesses : unknown_accesses();
   std::lock_guard<std::mutex> lock(s.mutex);
-  s.pre_command();
-  if (s.bound != pipeline) {
-    vk::vkCmdBindPipeline(s.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
-    s.bound = pipeline;
-  }
-  if (size4 > 0)
-    vk::vkCmdPushConstants(s.cb, s.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, size4, push);
-  if (view_count > 0) push_texel_views(s.cb, s.layout, views, view_count);
-  const int profiled_index = s.profile_begin(profiler::CommandKind::Kernel, pipeline, 0);
-  vk::vkCmdDispatch(s.cb, groups_x, groups_y, groups_z);
-  s.profile_end(profiled_index);
+  s.record(c, profiler::CommandKind::Kernel, 0);
   s.counters.dispatches.fetch_add(1, std::memory_order_relaxed);
-  s.post_command();
-  if (CapturedGraph* g = s.capture.load(std::memory_order_relaxed)) {
-    GraphCommand& c = g->commands_.emplace_back();
-    c.kind = GraphCommand::Kind::Dispatch;
-    c.pipeline = pipeline;
-    c.groups[0] = groups_x;
-    c.groups[1] = groups_y;
-    c.groups[2] = groups_z;
-    c.push_size = size4;
-    if (size4 > 0) std::memcpy(c.push, push, size4);
-    c.view_count = view_count;
-    for (uint32_t i = 0; i < view_count; ++i) c.views[i] = views[i];
-  }
 }
 
 uint64_t Stream::upload_params(const void* data, uint64_t size) {
@@ -595,8 +739,10 @@ void Stream::copy(uint64_t src_address, uint64_t dst_address, uint64_t bytes) {
                        dst.offset < src.offset + bytes;
   if (src_address == dst_address) return;
   if (!overlap) {
+    AccessSet accesses;
+    accesses.read(src_address, bytes).write(dst_address, bytes);
     std::lock_guard<std::mutex> lock(impl_->mutex);
-    impl_->copy_buffers(src.buffer, src.offset, dst.buffer, dst.offset, bytes);
+    impl_->copy_buffers(src.buffer, src.offset, dst.buffer, dst.offset, bytes, &accesses);
     return;
   }
   // vkCmdCopyBuffer forbids overlapping regions: bounce through a temporary block (allocated on
@@ -604,9 +750,12 @@ void Stream::copy(uint64_t src_address, uint64_t dst_address, uint64_t bytes) {
   uint64_t tmp_address = alloc.allocate(bytes, id_);
   ResolvedAddress tmp = alloc.resolve(tmp_address);
   {
+    AccessSet in, out;
+    in.read(src_address, bytes).write(tmp_address, bytes);
+    out.read(tmp_address, bytes).write(dst_address, bytes);
     std::lock_guard<std::mutex> lock(impl_->mutex);
-    impl_->copy_buffers(src.buffer, src.offset, tmp.buffer, tmp.offset, bytes);
-    impl_->copy_buffers(tmp.buffer, tmp.offset, dst.buffer, dst.offset, bytes);
+    impl_->copy_buffers(src.buffer, src.offset, tmp.buffer, tmp.offset, bytes, &in);
+    impl_->copy_buffers(tmp.buffer, tmp.offset, dst.buffer, dst.offset, bytes, &out);
   }
   alloc.free(tmp_address);
 }
@@ -618,22 +767,17 @@ void Stream::fill(uint64_t dst_address, uint64_t bytes, uint32_t pattern) {
             "fill needs an address and size that are multiples of 4 (got offset ", dst.offset,
             ", ", bytes, " bytes)");
   TVK_CHECK(bytes <= dst.bytes_to_end, "fill of ", bytes, " bytes runs past the end of its allocation");
+  GraphCommand c;
+  c.kind = GraphCommand::Kind::Fill;
+  c.dst = dst.buffer;
+  c.dst_offset = dst.offset;
+  c.bytes = bytes;
+  c.pattern = pattern;
+  c.accesses.write(dst_address, bytes);
   Impl& s = *impl_;
   std::lock_guard<std::mutex> lock(s.mutex);
-  s.pre_command();
-  const int profiled_index = s.profile_begin(profiler::CommandKind::Fill, VK_NULL_HANDLE, bytes);
-  vk::vkCmdFillBuffer(s.cb, dst.buffer, dst.offset, bytes, pattern);
-  s.profile_end(profiled_index);
+  s.record(c, profiler::CommandKind::Fill, bytes);
   s.counters.transfers.fetch_add(1, std::memory_order_relaxed);
-  s.post_command();
-  if (CapturedGraph* g = s.capture.load(std::memory_order_relaxed)) {
-    GraphCommand& c = g->commands_.emplace_back();
-    c.kind = GraphCommand::Kind::Fill;
-    c.dst = dst.buffer;
-    c.dst_offset = dst.offset;
-    c.bytes = bytes;
-    c.pattern = pattern;
-  }
 }
 
 void Stream::copy_from_host(const void* src, uint64_t dst_address, uint64_t bytes) {
@@ -647,7 +791,8 @@ void Stream::copy_from_host(const void* src, uint64_t dst_address, uint64_t byte
     if (p.bytes_to_end >= bytes) {
       host.record_stream(const_cast<void*>(src), id_);  // keeps the block until the copy ran
       std::lock_guard<std::mutex> lock(impl_->mutex);
-      impl_->copy_buffers(p.buffer, p.offset, dst.buffer, dst.offset, bytes);
+      // Pinned memory may be the destination of an earlier device copy: ordered against all.
+      impl_->copy_buffers(p.buffer, p.offset, dst.buffer, dst.offset, bytes, nullptr);
       return;
     }
   }
@@ -665,7 +810,10 @@ void Stream::copy_from_host(const void* src, uint64_t dst_address, uint64_t byte
     std::lock_guard<std::mutex> lock(impl_->mutex);
     auto [chunk, offset] = impl_->ring_alloc(impl_->staging, bytes, 16);
     std::memcpy(static_cast<char*>(chunk->mapped) + offset, src, bytes);
-    impl_->copy_buffers(chunk->buffer, offset, dst.buffer, dst.offset, bytes);
+    // The staging source is written by the host only (visible at the submit).
+    AccessSet accesses;
+    accesses.write(dst_address, bytes);
+    impl_->copy_buffers(chunk->buffer, offset, dst.buffer, dst.offset, bytes, &accesses);
     return;
   }
   // Large upload: a pinned block of its own, returned to the host cache once the copy ran.
@@ -681,7 +829,9 @@ void Stream::copy_from_host(const void* src, uint64_t dst_address, uint64_t byte
         std::memcpy(tmp, static_cast<const char*>(src) + done, piece);
         {
           std::lock_guard<std::mutex> lock(impl_->mutex);
-          impl_->copy_buffers(t.buffer, t.offset, dst.buffer, dst.offset + done, piece);
+          AccessSet accesses;
+          accesses.write(dst_address + done, piece);
+          impl_->copy_buffers(t.buffer, t.offset, dst.buffer, dst.offset + done, piece, &accesses);
         }
         wait_for_point(flush());
       }
@@ -697,7 +847,9 @@ void Stream::copy_from_host(const void* src, uint64_t dst_address, uint64_t byte
   ResolvedAddress t = host.resolve(tmp);
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
-    impl_->copy_buffers(t.buffer, t.offset, dst.buffer, dst.offset, bytes);
+    AccessSet accesses;
+    accesses.write(dst_address, bytes);
+    impl_->copy_buffers(t.buffer, t.offset, dst.buffer, dst.offset, bytes, &accesses);
   }
   host.record_stream(tmp, id_);
   host.free(tmp);
@@ -729,7 +881,7 @@ void Stream::copy_to_host(uint64_t src_address, void* dst, uint64_t bytes) {
       const uint64_t piece = std::min(block, bytes - done);
       {
         std::lock_guard<std::mutex> lock(impl_->mutex);
-        impl_->copy_buffers(src.buffer, src.offset + done, t.buffer, t.offset, piece);
+        impl_->copy_buffers(src.buffer, src.offset + done, t.buffer, t.offset, piece, nullptr);
       }
       wait_for_point(flush());
       std::memcpy(static_cast<char*>(dst) + done, tmp, piece);
@@ -751,7 +903,7 @@ void Stream::copy_to_pinned_host(uint64_t src_address, void* dst_pinned, uint64_
             " bytes runs past the end of its allocation");
   host.record_stream(dst_pinned, id_);
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  impl_->copy_buffers(src.buffer, src.offset, dst.buffer, dst.offset, bytes);
+  impl_->copy_buffers(src.buffer, src.offset, dst.buffer, dst.offset, bytes, nullptr);
 }
 
 uint64_t Stream::flush() {
@@ -776,17 +928,32 @@ void Stream::wait_for_point(uint64_t value) {
   forbid_while_capturing("synchronize (a host wait on the capturing stream)");
   // host_waits counts the waits the program asks for beyond the point it already waited
   // for, whether or not the device happened to be done: a property of the program (tests
-  // assert it), not of the device's speed.
+  // assert it), not of the device's speed. The profiler shows those waits the same way (as
+  // CUDA's shows every synchronize), and any other wait that blocks.
+  bool counted = false;
   for (uint64_t seen = impl_->waited_through.load(std::memory_order_relaxed); value > seen;) {
     if (impl_->waited_through.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
       impl_->counters.host_waits.fetch_add(1, std::memory_order_relaxed);
+      counted = true;
       break;
     }
   }
-  if (completed_point() >= value) {
+  const bool profiled = profiler::active();
+  profiler::CommandRecord wait;
+  if (profiled) wait = impl_->new_record(profiler::CommandKind::HostWait);
+  auto record_wait = [&] {
+    Impl::Profiled p{VK_NULL_HANDLE, 0, VK_NULL_HANDLE, std::move(wait)};
+    p.record.name = "vkWaitSemaphores";
+    p.record.start_ns = p.record.launch_ns;
+    p.record.end_ns = profiler::host_now_ns();
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->profiled.push_back(std::move(p));
+  };
+  auto done = [&] {
+    if (profiled && counted) record_wait();
     check_device_errors();
-    return;
-  }
+  };
+  if (completed_point() >= value) return done();
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     if (value > impl_->submitted) impl_->submit();
@@ -794,26 +961,13 @@ void Stream::wait_for_point(uint64_t value) {
               " beyond the last recorded work (", impl_->submitted, ") of stream ", id_);
   }
   // The work may have completed since the first check (submit above): its errors count too.
-  if (completed_point() >= value) {
-    check_device_errors();
-    return;
-  }
+  if (completed_point() >= value) return done();
   VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
   wi.semaphoreCount = 1;
   wi.pSemaphores = &timeline_;
   wi.pValues = &value;
-  const bool profiled = profiler::active();
-  profiler::CommandRecord wait;
-  if (profiled) wait = impl_->new_record(profiler::CommandKind::HostWait);
   TVK_VK_CHECK_DEV(vk::vkWaitSemaphores(device_.handle(), &wi, UINT64_MAX), device_.index());
-  if (profiled) {
-    Impl::Profiled p{VK_NULL_HANDLE, 0, VK_NULL_HANDLE, std::move(wait)};
-    p.record.name = "vkWaitSemaphores";
-    p.record.start_ns = p.record.launch_ns;
-    p.record.end_ns = profiler::host_now_ns();
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    impl_->profiled.push_back(std::move(p));
-  }
+  if (profiled) record_wait();
   check_device_errors();
 }
 
@@ -938,6 +1092,7 @@ uint32_t Stream::write_timestamp() {
   if (!s.query_pool) return UINT32_MAX;
   std::lock_guard<std::mutex> lock(s.mutex);
   s.begin();
+  s.emit_deferred();
   const uint32_t slot = s.next_query;
   s.next_query = (s.next_query + 1) % kQuerySlots;  // a slot is reused after kQuerySlots events
   vk::vkCmdResetQueryPool(s.cb, s.query_pool, slot, 1);
@@ -1051,7 +1206,7 @@ uint64_t Stream::record_graph(CapturedGraph& graph) {
   if (!commands.empty()) {
     if (graph.commands_buffer_ == VK_NULL_HANDLE)
       graph.commands_buffer_ = s.record_secondary(commands);
-    s.pre_command();
+    s.pre_command(unknown_accesses());
     vk::vkCmdExecuteCommands(s.cb, 1, &graph.commands_buffer_);
     s.bound = VK_NULL_HANDLE;  // the primary's bound state is undefined after the secondary
     s.cb_has_commands = true;

@@ -2,9 +2,20 @@
 // completion is tracked with one timeline semaphore per stream. The host waits only in
 // synchronize(), copy_to_host() and Event::synchronize().
 //
-// Ordering contract: within a stream every command sees the writes of all earlier commands
-// (a compute+transfer memory barrier is recorded between consecutive commands). Commands of
-// different streams are unordered unless joined with Stream::wait(Event).
+// Ordering contract: within a stream every command sees the writes of all earlier commands.
+// Commands of different streams are unordered unless joined with Stream::wait(Event).
+//
+// Barriers (hazard tracking): a command may declare the device memory it reads and writes
+// (an AccessSet). A compute+transfer memory barrier is recorded before a command only when it
+// conflicts with a command recorded since the last barrier: it reads or writes bytes one of
+// them wrote, or writes bytes one of them read. Independent commands (the per-parameter
+// updates of an optimizer step, the two GEMMs of a linear layer's backward) then run without
+// draining the pipeline between them. A command without a declaration (or whose declaration
+// overflowed) is ordered against everything, before and after it: the in-order fallback.
+// TORCH_VK_BARRIERS=all records a barrier between every two commands; =reverse (a test mode)
+// records every barrier-free group of commands in reverse order, so that a declaration that
+// misses an access changes results even on a device that runs commands one after another.
+// Consecutive command buffers of a stream are ordered by a wait on the stream's own timeline.
 //
 // Batching: the recording command buffer is submitted after TORCH_VK_SUBMIT_BATCH commands
 // (default 64) and at every sync point. Submission never waits for earlier submissions.
@@ -34,6 +45,43 @@ constexpr uint32_t kMaxPushConstantBytes = 128;
 // VK_KHR_push_descriptor; only on devices with DeviceCapabilities::texel_buffers).
 constexpr uint32_t kMaxTexelBindings = 8;
 
+// A byte range of device memory that one command reads or writes.
+struct MemoryRange {
+  uint64_t begin = 0;  // device address of the first byte
+  uint64_t end = 0;    // one past the last byte
+  bool write = false;
+};
+
+// The device memory one command reads and writes (see "Barriers" above). Ranges are device
+// addresses from the allocator; address 0 or an empty range adds nothing. Past kCapacity
+// ranges a new range widens the closest one of its kind (a superset, which is always safe).
+class AccessSet {
+ public:
+  static constexpr int kCapacity = 12;
+  AccessSet& read(uint64_t address, uint64_t bytes) { return add(address, bytes, false); }
+  AccessSet& write(uint64_t address, uint64_t bytes) { return add(address, bytes, true); }
+  // The command may touch any memory.
+  AccessSet& everything() {
+    known_ = false;
+    return *this;
+  }
+  bool known() const { return known_; }
+  int size() const { return count_; }
+  const MemoryRange& operator[](int i) const { return ranges_[i]; }
+
+ private:
+  AccessSet& add(uint64_t address, uint64_t bytes, bool write);
+  MemoryRange ranges_[kCapacity];
+  int count_ = 0;
+  bool known_ = true;
+};
+
+enum class BarrierMode : int { Tracked = 0, All = 1, Reverse = 2 };
+// Process-wide; the default comes from TORCH_VK_BARRIERS (tracked | all | reverse). Streams
+// read it at every command; commands already recorded keep their barriers.
+BarrierMode barrier_mode();
+void set_barrier_mode(BarrierMode mode);
+
 class Stream {
  public:
   Stream(Device& device, uint32_t id, int priority);
@@ -50,9 +98,12 @@ class Stream {
   // `push_size` <= kMaxPushConstantBytes bytes of push constants and, when `view_count` > 0,
   // the storage texel buffers `views[i]` at binding i of set 0 (view_count <=
   // kMaxTexelBindings; views from Allocator::texel_view, whose segments outlive the command).
+  // `accesses`: every byte of device memory the dispatch may read or write (texel views and
+  // scratch memory included; the parameter ring and the error record excepted), or null for
+  // "any memory" (see "Barriers" above). A missing range is a data race on real GPUs.
   void dispatch(VkPipeline pipeline, uint32_t groups_x, uint32_t groups_y, uint32_t groups_z,
                 const void* push, uint32_t push_size, const VkBufferView* views = nullptr,
-                uint32_t view_count = 0);
+                uint32_t view_count = 0, const AccessSet* accesses = nullptr);
   // Copies `size` bytes of kernel parameters into host-visible ring memory and returns its
   // device address. The memory stays valid until every command recorded on this stream up to
   // the next submit has completed. Aligned to 16 bytes.

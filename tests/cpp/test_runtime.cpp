@@ -753,6 +753,103 @@ TEST(Stream, HostWaitsCountWaitsPastThePointWaitedFor) {
   d.allocator().free(p);
 }
 
+// Hazard tracking: a barrier only between conflicting commands; undeclared commands are
+// ordered against everything; the reverse test mode runs barrier-free groups backwards.
+TEST(Stream, HazardTrackedBarriers) {
+  REQUIRE_DEVICE();
+  Device& d = dev();
+  const uint32_t sid = fresh_stream();
+  Stream& s = d.stream(sid);
+  RuntimeCounters& c = Runtime::get().counters();
+  const BarrierMode saved = barrier_mode();
+  set_barrier_mode(BarrierMode::Tracked);
+  const uint32_t n = 1000;
+  const uint64_t bytes = n * 4ull;
+  const uint64_t a = d.allocator().allocate(bytes, sid), b = d.allocator().allocate(bytes, sid);
+  VkPipeline index2 = d.pipelines().get(kDoubleIndex, 128, {});
+  VkPipeline add1 = d.pipelines().get(kAddConst, 64, {1});
+  AddressN pa{a, n, 0}, pb{b, n, 0};
+  AccessSet write_a, write_b, update_a, update_b;
+  write_a.write(a, bytes);
+  write_b.write(b, bytes);
+  update_a.read(a, bytes).write(a, bytes);
+  update_b.read(b, bytes).write(b, bytes);
+  auto check = [&](uint64_t buf, uint32_t plus) {
+    std::vector<uint32_t> out(n);
+    s.copy_to_host(buf, out.data(), bytes);
+    for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 2 * i + plus) << i;
+  };
+
+  s.synchronize();
+  const uint64_t b0 = c.barriers.load(), k0 = c.barriers_skipped.load();
+  s.dispatch(index2, (n + 127) / 128, 1, 1, &pa, 12, nullptr, 0, &write_a);  // first: none
+  s.dispatch(index2, (n + 127) / 128, 1, 1, &pb, 12, nullptr, 0, &write_b);  // independent
+  EXPECT_EQ(c.barriers.load() - b0, 0u);
+  EXPECT_EQ(c.barriers_skipped.load() - k0, 1u);
+  s.dispatch(add1, (n + 63) / 64, 1, 1, &pa, 12, nullptr, 0, &update_a);  // reads a: barrier
+  EXPECT_EQ(c.barriers.load() - b0, 1u);
+  s.dispatch(add1, (n + 63) / 64, 1, 1, &pb, 12);  // undeclared: barrier
+  s.dispatch(add1, (n + 63) / 64, 1, 1, &pa, 12, nullptr, 0, &update_a);  // after it: barrier
+  EXPECT_EQ(c.barriers.load() - b0, 3u);
+  EXPECT_EQ(c.barriers_skipped.load() - k0, 1u);
+  s.copy(a, b, 4);  // reads a, writes b: conflicts with both
+  EXPECT_EQ(c.barriers.load() - b0, 4u);
+  check(a, 2);
+  std::vector<uint32_t> first(1);
+  s.copy_to_host(b, first.data(), 4);
+  EXPECT_EQ(first[0], 2u);  // a[0] = 0 + 2
+
+  // TORCH_VK_BARRIERS=all: a barrier between every two commands.
+  set_barrier_mode(BarrierMode::All);
+  s.synchronize();
+  const uint64_t b1 = c.barriers.load();
+  s.dispatch(index2, (n + 127) / 128, 1, 1, &pa, 12, nullptr, 0, &write_a);
+  s.dispatch(index2, (n + 127) / 128, 1, 1, &pb, 12, nullptr, 0, &write_b);
+  EXPECT_EQ(c.barriers.load() - b1, 1u);
+
+  // Reverse mode: a declaration that misses the read of `a` lets the add run before the write
+  // it depends on; the correct declaration keeps the order.
+  set_barrier_mode(BarrierMode::Reverse);
+  s.synchronize();
+  AccessSet wrong;
+  wrong.write(b, bytes);
+  s.dispatch(index2, (n + 127) / 128, 1, 1, &pa, 12, nullptr, 0, &write_a);
+  s.dispatch(add1, (n + 63) / 64, 1, 1, &pa, 12, nullptr, 0, &wrong);
+  check(a, 0);  // the add ran first, then the write replaced its result
+  s.dispatch(index2, (n + 127) / 128, 1, 1, &pa, 12, nullptr, 0, &write_a);
+  s.dispatch(index2, (n + 127) / 128, 1, 1, &pb, 12, nullptr, 0, &write_b);
+  s.dispatch(add1, (n + 63) / 64, 1, 1, &pa, 12, nullptr, 0, &update_a);
+  s.dispatch(add1, (n + 63) / 64, 1, 1, &pb, 12, nullptr, 0, &update_b);
+  check(a, 1);
+  check(b, 1);
+  set_barrier_mode(saved);
+
+  // An AccessSet past its capacity widens ranges of the same kind (never drops one).
+  AccessSet many;
+  for (int i = 0; i < AccessSet::kCapacity + 5; ++i) many.read(4096 + 64 * i, 16);
+  many.write(1 << 20, 8);
+  EXPECT_TRUE(many.known());
+  EXPECT_LE(many.size(), AccessSet::kCapacity);
+  bool write_kept = false;
+  uint64_t lowest = UINT64_MAX, highest = 0;
+  for (int i = 0; i < many.size(); ++i) {
+    if (many[i].write) write_kept = many[i].begin <= (1u << 20) && many[i].end >= (1u << 20) + 8;
+    else lowest = std::min(lowest, many[i].begin), highest = std::max(highest, many[i].end);
+  }
+  EXPECT_TRUE(write_kept);
+  EXPECT_EQ(lowest, 4096u);
+  EXPECT_EQ(highest, 4096u + 64 * (AccessSet::kCapacity + 4) + 16);
+  AccessSet reads_only;  // full of reads, then a write: the reads collapse into one span
+  for (int i = 0; i < AccessSet::kCapacity; ++i) reads_only.read(4096 + 64 * i, 16);
+  reads_only.write(1 << 20, 8);
+  ASSERT_EQ(reads_only.size(), 2);
+  EXPECT_EQ(reads_only[0].begin, 4096u);
+  EXPECT_EQ(reads_only[0].end, 4096u + 64 * (AccessSet::kCapacity - 1) + 16);
+  EXPECT_TRUE(reads_only[1].write);
+  d.allocator().free(a);
+  d.allocator().free(b);
+}
+
 TEST(Stream, BatchedSubmits) {
   REQUIRE_DEVICE();
   Device& d = dev();

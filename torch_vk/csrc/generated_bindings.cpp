@@ -28,11 +28,14 @@
 #include "aten/vk_common.h"
 #include "kernels/gemm.h"
 #include "kernels/generated.h"
+#include "runtime/stream.h"
 
 namespace py = pybind11;
 
 namespace tvk::aten {
 namespace {
+
+using tvk::AccessSet;
 
 // A list/tuple as a fast sequence (new reference); TypeError naming `what` otherwise.
 py::object fast_sequence(py::handle obj, const char* what) {
@@ -61,7 +64,11 @@ int64_t compile_kernel(const std::string& source, const std::string& name) {
 
 // Buffer device addresses of `tensors` (element 0, storage offset applied, like operand()):
 // each must be a vk tensor on the current device. `what` names the caller in errors.
-c10::SmallVector<uint64_t, 16> tensor_addresses(py::handle tensors, const char* what) {
+// The address of every tensor's first element. With `accesses`, each tensor's whole storage is
+// added to it as read and written: a generated kernel's signature does not say which of its
+// tensors it writes, and it may reach any element of their storage (hazard tracking).
+c10::SmallVector<uint64_t, 16> tensor_addresses(py::handle tensors, const char* what,
+                                                AccessSet* accesses = nullptr) {
   const c10::DeviceIndex device = current_device_index();
   c10::SmallVector<uint64_t, 16> addresses;
   py::object seq = fast_sequence(tensors, (std::string(what) + ": tensors must be a list of tensors").c_str());
@@ -82,6 +89,11 @@ c10::SmallVector<uint64_t, 16> tensor_addresses(py::handle tensors, const char* 
     addresses.push_back(base == nullptr ? 0
                                         : reinterpret_cast<uint64_t>(base) +
                                               static_cast<uint64_t>(t.storage_offset()) * t.element_size());
+    if (accesses && base != nullptr) {
+      const uint64_t address = reinterpret_cast<uint64_t>(base);
+      const uint64_t bytes = t.storage().nbytes();
+      accesses->read(address, bytes).write(address, bytes);
+    }
   }
   return addresses;
 }
@@ -117,7 +129,9 @@ void launch_kernel(int64_t kernel_id, py::handle tensors, py::handle ints, py::h
   if (local_size < 1 || local_size > std::numeric_limits<uint32_t>::max())
     value_error("_launch_kernel: local_size must be in 1..2^32-1, got " + std::to_string(local_size));
 
-  const c10::SmallVector<uint64_t, 16> addresses = tensor_addresses(tensors, "_launch_kernel");
+  AccessSet accesses;
+  const c10::SmallVector<uint64_t, 16> addresses =
+      tensor_addresses(tensors, "_launch_kernel", &accesses);
   c10::SmallVector<int64_t, 16> int_values;
   {
     py::object seq = fast_sequence(ints, "_launch_kernel: ints must be a list of ints");
@@ -161,7 +175,8 @@ void launch_kernel(int64_t kernel_id, py::handle tensors, py::handle ints, py::h
       texel_tensors.append(pair[0]);
       formats.push_back(pair[1].cast<std::string>());
     }
-    const c10::SmallVector<uint64_t, 16> texel_addresses = tensor_addresses(texel_tensors, "_launch_kernel");
+    const c10::SmallVector<uint64_t, 16> texel_addresses =
+        tensor_addresses(texel_tensors, "_launch_kernel", &accesses);
     for (size_t i = 0; i < formats.size(); ++i) {
       if (formats[i] != "r32f" && formats[i] != "rgba32f")
         value_error("_launch_kernel: texel format must be 'r32f' or 'rgba32f', got '" + formats[i] + "'");
@@ -176,7 +191,7 @@ void launch_kernel(int64_t kernel_id, py::handle tensors, py::handle ints, py::h
                                 static_cast<int>(addresses.size()), int_values.data(),
                                 static_cast<int>(int_values.size()), float_values.data(),
                                 static_cast<int>(float_values.size()), texel_args.data(),
-                                static_cast<int>(texel_args.size()));
+                                static_cast<int>(texel_args.size()), &accesses);
     } catch (const std::invalid_argument& e) {
       value_error(e.what());
     }

@@ -22,6 +22,7 @@
 #include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/pipeline.h"
+#include "runtime/stream.h"
 
 namespace py = pybind11;
 
@@ -303,6 +304,8 @@ PYBIND11_MODULE(_C, m) {
     d["submits"] = c.submits.load();
     d["host_waits"] = c.host_waits.load();
     d["pipelines_created"] = c.pipelines_created.load();
+    d["barriers"] = c.barriers.load();
+    d["barriers_skipped"] = c.barriers_skipped.load();
     py::dict fallbacks;
     for (const auto& [op, count] : fallback_counts()) fallbacks[py::str(op)] = count;
     d["fallbacks"] = fallbacks;
@@ -315,7 +318,28 @@ PYBIND11_MODULE(_C, m) {
     c.submits = 0;
     c.host_waits = 0;
     c.pipelines_created = 0;
+    c.barriers = 0;
+    c.barriers_skipped = 0;
     reset_fallback_counts();
+  });
+  // Barrier mode of every stream (TORCH_VK_BARRIERS; runtime/stream.h): "tracked", "all" or
+  // "reverse" (the test mode that runs barrier-free groups of commands backwards).
+  m.def("_barrier_mode", [] {
+    switch (tvk::barrier_mode()) {
+      case tvk::BarrierMode::All: return std::string("all");
+      case tvk::BarrierMode::Reverse: return std::string("reverse");
+      default: return std::string("tracked");
+    }
+  });
+  m.def("_set_barrier_mode", [](const std::string& mode) {
+    if (mode == "tracked") tvk::set_barrier_mode(tvk::BarrierMode::Tracked);
+    else if (mode == "all") tvk::set_barrier_mode(tvk::BarrierMode::All);
+    else if (mode == "reverse") tvk::set_barrier_mode(tvk::BarrierMode::Reverse);
+    else {
+      const std::string message = "barrier mode must be 'tracked', 'all' or 'reverse', got '" + mode + "'";
+      PyErr_SetString(PyExc_ValueError, message.c_str());
+      throw py::error_already_set();
+    }
   });
 
   // ---- fallback ----
