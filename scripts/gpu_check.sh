@@ -164,7 +164,9 @@ main() {
   if [ "$built" = 1 ]; then
     run_capped 60 "$PYEXE" -m torch_vk info 2>&1
     # The cooperative-matrix GEMM: its state before and after a float16 product (self-check).
-    run_capped 60 "$PYEXE" -c 'import torch, torch_vk; C = torch_vk._C; print("coopmat shapes", C._get_device_properties(0)["coopmat_f16_shapes"], "state", C._gemm_coopmat_state()); a = torch.randn(1024, 1024, dtype=torch.float16, device="vk"); r = (a @ a).cpu(); print("after a product:", C._gemm_coopmat_state(), C._last_gemm_algorithm(), "max error", (r.float() - (a.cpu().float() @ a.cpu().float())).abs().max().item())' 2>&1
+    run_capped 90 "$PYEXE" -c 'import torch, torch_vk; C = torch_vk._C; p = C._get_device_properties(0); print("coopmat shapes f16", p["coopmat_f16_shapes"], "bf16", p["coopmat_bf16_shapes"], "state", C._gemm_coopmat_state(), C._gemm_coopmat_state(dtype="bfloat16"))
+for dt, name in ((torch.float16, "float16"), (torch.bfloat16, "bfloat16")):
+    a = torch.randn(1024, 1024, dtype=dt, device="vk"); r = (a @ a).cpu(); print("after a", name, "product:", C._gemm_coopmat_state(dtype=name), C._last_gemm_algorithm(), "max error", (r.float() - (a.cpu().float() @ a.cpu().float())).abs().max().item())' 2>&1
   fi
 
   if [ -n "$cpp_pid" ]; then

@@ -1,8 +1,8 @@
 #version 460
 // Strided batched GEMM on cooperative matrices (VK_KHR_cooperative_matrix):
-//   C[b] = alpha * A[b] @ B[b] + beta * bias[b]      A: M x K, B: K x N, float16 operands,
-// float32 accumulation (exact products, as cuBLAS's default float16 GEMM), C / bias of any
-// float dtype. The same ABI as gemm.comp (push constants, matrix views, bias may be C itself),
+//   C[b] = alpha * A[b] @ B[b] + beta * bias[b]      A: M x K, B: K x N, float16 or bfloat16
+// operands (both the same), float32 accumulation (exact products, as cuBLAS's default 16-bit
+// GEMMs), C / bias of any float dtype. The same ABI as gemm.comp (push constants, matrix views, bias may be C itself),
 // so src/kernels/gemm.cpp fills one push block for both.
 //
 // Built by tools/build_shaders.py (shaders/gemm_coopmat.variants.toml):
@@ -13,6 +13,12 @@
 //                   device): tests run it on lavapipe, so the tiling, the load modes, the shared
 //                   layouts, the offsets and strides given to the fragment loads and the epilogue
 //                   are checked against the CPU everywhere; only the hardware matrix ops are not.
+//   COOPMAT_BF16    1: bfloat16 A and B. The kernel moves A and B only as raw 16-bit patterns
+//                   (memory -> registers -> shared tiles, by bit casts), so the real bfloat16
+//                   kernel is this float16 code with its A / B fragment types retyped to
+//                   bfloat16 in SPIR-V after compiling (tools/build_shaders.py, patch
+//                   bfloat16_ab: glslang 13.1 has no GL_EXT_bfloat16); the emulation converts
+//                   the patterns as bfloat16.
 //
 // Structure (the FlashAttention / ggml-vulkan "warp tile" scheme):
 //   * A workgroup computes one BM x BN tile of C with WARPS_M x WARPS_N subgroups; subgroup
@@ -52,6 +58,9 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #ifndef COOPMAT_EMULATE
 #define COOPMAT_EMULATE 0
+#endif
+#ifndef COOPMAT_BF16
+#define COOPMAT_BF16 0
 #endif
 #if !COOPMAT_EMULATE
 #extension GL_KHR_cooperative_matrix : require
@@ -150,11 +159,16 @@ shared float sh_scratch[WARPS_M * WARPS_N * CM * CN];
 struct FragA { int off; int stride; };
 struct FragB { int off; int stride; };
 struct Acc { float v[EPL]; };
+#if COOPMAT_BF16
+#define TILE_FLOAT(bits) uintBitsToFloat((bits) << 16)
+#else
+#define TILE_FLOAT(bits) tvk_half_to_float(bits)
+#endif
 float frag_a(FragA f, int r, int k) {
-  return tvk_half_to_float(sh_a[A_COLMAJOR ? f.off + k * f.stride + r : f.off + r * f.stride + k]);
+  return TILE_FLOAT(sh_a[A_COLMAJOR ? f.off + k * f.stride + r : f.off + r * f.stride + k]);
 }
 float frag_b(FragB f, int k, int c) {
-  return tvk_half_to_float(sh_b[B_COLMAJOR ? f.off + c * f.stride + k : f.off + k * f.stride + c]);
+  return TILE_FLOAT(sh_b[B_COLMAJOR ? f.off + c * f.stride + k : f.off + k * f.stride + c]);
 }
 #define ACC_T Acc
 #define FRAG_A_T FragA

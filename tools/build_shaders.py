@@ -62,6 +62,7 @@ class Variant:
     source: str  # file name in the shaders directory
     defines: list[str]
     compiler: str = "glslc"  # "glslc" or "glslang" (see the module docstring)
+    spirv_patch: str = ""    # "" or a SPIRV_PATCHES key (glslang variants only)
 
 
 @dataclasses.dataclass
@@ -158,6 +159,10 @@ def family_variants(path: Path) -> list[Variant]:
         compiler = family.get("compiler", "glslc")
         if compiler not in ("glslc", "glslang"):
             raise BuildError(f"{where}: compiler must be 'glslc' or 'glslang'")
+        patch = family.get("spirv_patch", "")
+        if patch and (patch not in SPIRV_PATCHES or compiler != "glslang"):
+            raise BuildError(f"{where}: spirv_patch must be one of {sorted(SPIRV_PATCHES)} "
+                             "(glslang families only)")
         axes = family.get("axes", {})
         axis_names = list(axes)
         for axis in axis_names:
@@ -170,7 +175,7 @@ def family_variants(path: Path) -> list[Variant]:
             except KeyError as e:
                 raise BuildError(f"{where}: name pattern uses unknown axis {e}") from None
             defines = common + [d for _, defs in combo for d in defs.split()]
-            variants.append(Variant(name, source, defines, compiler))
+            variants.append(Variant(name, source, defines, compiler, patch))
     return variants
 
 
@@ -210,7 +215,9 @@ class Tools:
 
 def variant_hash(variant: Variant, shaders: Path, headers_digest: str, glslc_id: str) -> str:
     h = hashlib.sha256()
-    for part in [glslc_id, " ".join(GLSLC_FLAGS), variant.source, *variant.defines, headers_digest]:
+    patch_id = variant.spirv_patch + (SPIRV_PATCHES[variant.spirv_patch].__doc__ or "" if variant.spirv_patch else "")
+    for part in [glslc_id, " ".join(GLSLC_FLAGS), variant.source, *variant.defines, headers_digest,
+                 patch_id]:
         h.update(part.encode())
         h.update(b"\0")
     h.update((shaders / variant.source).read_bytes())
@@ -240,6 +247,8 @@ def compile_variant(tools: Tools, shaders: Path, work: Path, variant: Variant, d
         run_tool([tools.glslang, "-V", "--target-env", "vulkan1.2", "-S", "comp", "-I" + str(shaders),
                   *defines, source, "-o", str(tmp)], "glslangValidator", variant, tmp,
                  tool_env(tools.glslang))
+        if variant.spirv_patch:
+            apply_spirv_patch(tools, variant, tmp)
         run_tool([tools.spirv_val, "--target-env", "vulkan1.2", str(tmp)], "spirv-val", variant, tmp,
                  tool_env(tools.spirv_val))
     else:
@@ -247,6 +256,74 @@ def compile_variant(tools: Tools, shaders: Path, work: Path, variant: Variant, d
                   source, "-o", str(tmp)], "glslc", variant, tmp)
     os.replace(tmp, out)
     return out, True
+
+
+# ---------------------------------------------------------------- SPIR-V patches
+# glslang 13.1 (the newest on PyPI) has no GL_EXT_bfloat16, so a bfloat16 cooperative-matrix
+# kernel is its float16 twin with the A / B matrix types retyped in SPIR-V. The float16 kernel
+# moves A and B as raw 16-bit patterns (memory -> registers -> float16 shared tiles, by bit
+# casts) and only the fragment loads interpret them, so retyping the fragments is the whole
+# difference. The patched module must still pass spirv-val (run right after). Remove once
+# glslang with GL_EXT_bfloat16 (15.4+) is installable from PyPI.
+
+def patch_bfloat16_ab(text: str) -> str:
+    """bfloat16_ab v1: the float16 component of the MatrixA / MatrixB cooperative-matrix types
+    becomes bfloat16 (SPV_KHR_bfloat16: BFloat16TypeKHR, BFloat16CooperativeMatrixKHR)."""
+    lines = text.splitlines()
+    constants = {}  # id -> integer value of 32-bit integer constants
+    half = None
+    for line in lines:
+        m = re.match(r"\s*(%\w+) = OpConstant %\w+ (\d+)$", line)
+        if m:
+            constants[m.group(1)] = int(m.group(2))
+        m = re.match(r"\s*(%\w+) = OpTypeFloat 16$", line)
+        if m:
+            half = m.group(1)
+    if half is None:
+        raise BuildError("bfloat16_ab: the module has no 16-bit float type")
+    out, patched = [], 0
+    for line in lines:
+        m = re.match(r"(\s*%\w+ = OpTypeCooperativeMatrixKHR )(%\w+)( %\w+ %\w+ %\w+ )(%\w+)$", line)
+        if m and m.group(2) == half and constants.get(m.group(4)) in (0, 1):  # MatrixA, MatrixB
+            line = m.group(1) + "%bfloat16_ab" + m.group(3) + m.group(4)
+            patched += 1
+        out.append(line)
+        if re.match(r"\s*%\w+ = OpTypeFloat 16$", line):
+            out.append("%bfloat16_ab = OpTypeFloat 16 BFloat16KHR")
+    if patched != 2:
+        raise BuildError(f"bfloat16_ab: expected 2 float16 A / B matrix types, found {patched}")
+    first_capability = next(i for i, l in enumerate(out) if l.lstrip().startswith("OpCapability"))
+    out[first_capability:first_capability] = ["OpCapability BFloat16TypeKHR",
+                                              "OpCapability BFloat16CooperativeMatrixKHR",
+                                              'OpExtension "SPV_KHR_bfloat16"']
+    # OpExtension must follow every OpCapability: move it after the last one.
+    ext = out.pop(first_capability + 2)
+    last_capability = max(i for i, l in enumerate(out) if l.lstrip().startswith("OpCapability"))
+    out.insert(last_capability + 1, ext)
+    return "\n".join(out) + "\n"
+
+
+SPIRV_PATCHES = {"bfloat16_ab": patch_bfloat16_ab}
+
+
+def apply_spirv_patch(tools: Tools, variant: Variant, spv: Path) -> None:
+    """Disassembles `spv` with spirv-dis, applies the variant's patch, reassembles it in place
+    with spirv-as (both from spirv-val's directory)."""
+    bin_dir = Path(tools.spirv_val).parent
+    dis, asm = str(bin_dir / "spirv-dis"), str(bin_dir / "spirv-as")
+    text_path = spv.with_suffix(spv.suffix + ".spvasm")
+    run_tool([dis, "--raw-id", str(spv), "-o", str(text_path)], "spirv-dis", variant, spv,
+             tool_env(dis))
+    try:
+        patched = SPIRV_PATCHES[variant.spirv_patch](text_path.read_text())
+        text_path.write_text(patched)
+        run_tool([asm, "--target-env", "vulkan1.2", str(text_path), "-o", str(spv)], "spirv-as",
+                 variant, spv, tool_env(asm))
+    except BuildError as e:
+        spv.unlink(missing_ok=True)
+        raise BuildError(f"SPIR-V patch '{variant.spirv_patch}' of '{variant.name}': {e}") from None
+    finally:
+        text_path.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------- C++ output

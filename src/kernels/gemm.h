@@ -145,11 +145,13 @@ struct GemmTuning {
 };
 GemmTuning& gemm_tuning();
 
-// The cooperative-matrix kernel's state on a device: "unavailable" (no extension or shape,
-// no shader in this build, or GemmTuning::coopmat Off), "unchecked" (not used yet), "passed"
-// or "failed" (its self-check); `shape` gets the M x N x K it uses (0s when unavailable).
-const char* gemm_coopmat_state(Stream& stream, uint32_t shape[3]);
-// Tests: forgets the self-check result of `stream`'s device (the next product checks again).
+// The cooperative-matrix kernel's state on a device for A / B of `dtype` (Float16 or
+// BFloat16): "unavailable" (no extension or shape for it, no shader in this build, or
+// GemmTuning::coopmat Off), "unchecked" (not used yet), "passed" or "failed" (its self-check);
+// `shape` gets the M x N x K it uses (0s when unavailable).
+const char* gemm_coopmat_state(Stream& stream, uint32_t shape[3], DType dtype = DType::Float16);
+// Tests: forgets the self-check results of `stream`'s device, both element types (the next
+// product checks again).
 void gemm_coopmat_forget_self_check(Stream& stream);
 
 // The algorithm ("tiled", "direct", "lanes", "texel", "coopmat", "coopmat_emulated") of the last product dispatch recorded

@@ -1,6 +1,8 @@
 // Launcher of the cooperative-matrix GEMM (shaders/gemm_coopmat.comp, variants
-// gemm.coopmat.float16 and gemm.coopmat_emulated.float16): float16 A and B, float32
-// accumulation, C and the bias of any float32-kind dtype.
+// gemm.coopmat[_emulated].float16 / .bfloat16): float16 or bfloat16 A and B (both the same),
+// float32 accumulation, C and the bias of any float32-kind dtype. Each element type has its
+// own device shapes (DeviceCapabilities::coopmat_f16_shapes / coopmat_bf16_shapes) and its
+// own self-check per device.
 //
 // Profiles (WARPS_M x WARPS_N subgroups of the device's subgroup size SG; CM x CN x CK the
 // device's cooperative-matrix shape, 16 x 16 x 16 where listed):
@@ -19,6 +21,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/gemm_internal.h"
@@ -33,8 +36,25 @@ namespace tvk::kernels::detail {
 namespace {
 
 constexpr const char* kWhere = "tvk::kernels::gemm (cooperative matrix)";
-constexpr const char* kShader = "gemm.coopmat.float16";
-constexpr const char* kEmulatedShader = "gemm.coopmat_emulated.float16";
+
+// The element types of A and B the kernel has variants for.
+struct Element {
+  DType dtype;
+  const char* shader;
+  const char* emulated_shader;
+};
+constexpr Element kElements[2] = {
+    {DType::Float16, "gemm.coopmat.float16", "gemm.coopmat_emulated.float16"},
+    {DType::BFloat16, "gemm.coopmat.bfloat16", "gemm.coopmat_emulated.bfloat16"},
+};
+// Index into kElements of `dtype`, -1 for others.
+int element_index(DType dtype) {
+  return dtype == DType::Float16 ? 0 : dtype == DType::BFloat16 ? 1 : -1;
+}
+const std::vector<DeviceCapabilities::CooperativeMatrixShape>& device_shapes(
+    const DeviceCapabilities& caps, int e) {
+  return e == 0 ? caps.coopmat_f16_shapes : caps.coopmat_bf16_shapes;
+}
 
 struct Profile {
   uint32_t bm, bn, bk, warps_m, warps_n;
@@ -48,7 +68,7 @@ enum class State { Unchecked, Passed, Failed };
 
 struct Registry {
   std::mutex mutex;
-  std::map<const Device*, State> states;
+  std::map<std::pair<const Device*, int>, State> states;  // per (device, element index)
 };
 Registry& registry() {
   static Registry r;
@@ -59,12 +79,12 @@ bool emulating() { return gemm_tuning().coopmat == GemmTuning::Coopmat::Emulate;
 
 // The shape the real kernel uses on this device: 16 x 16 x 16 where listed, otherwise the first
 // listed shape whose sides are multiples of 8 and at most 32 (the profiles' tiles divide by it).
-bool device_shape(const DeviceCapabilities& caps, Profile* out) {
+bool device_shape(const DeviceCapabilities& caps, int e, Profile* out) {
   const DeviceCapabilities::CooperativeMatrixShape* pick = nullptr;
-  for (const auto& s : caps.coopmat_f16_shapes)
+  for (const auto& s : device_shapes(caps, e))
     if (s.m == 16 && s.n == 16 && s.k == 16) pick = &s;
   if (!pick)
-    for (const auto& s : caps.coopmat_f16_shapes)
+    for (const auto& s : device_shapes(caps, e))
       if (s.m && s.n && s.k && s.m <= 32 && s.n <= 32 && s.k <= 32 && s.m % 8 == 0 &&
           s.n % 8 == 0 && s.k % 8 == 0) {
         pick = &s;
@@ -75,16 +95,18 @@ bool device_shape(const DeviceCapabilities& caps, Profile* out) {
   return true;
 }
 
-// Whether this process can run the (real or emulated) kernel on `stream`'s device at all.
-bool available(Stream& stream, Profile* shape) {
+// Whether this process can run the (real or emulated) kernel for element type `e` on
+// `stream`'s device at all.
+bool available(Stream& stream, int e, Profile* shape) {
   const GemmTuning& t = gemm_tuning();
   if (t.coopmat == GemmTuning::Coopmat::Off) return false;
   if (emulating()) {
     *shape = Profile{};
-    return find_shader(kEmulatedShader) != nullptr;
+    return find_shader(kElements[e].emulated_shader) != nullptr;
   }
   const DeviceCapabilities& caps = stream.device().caps();
-  return caps.cooperative_matrix && find_shader(kShader) != nullptr && device_shape(caps, shape);
+  return caps.cooperative_matrix && find_shader(kElements[e].shader) != nullptr &&
+         device_shape(caps, e, shape);
 }
 
 uint64_t shared_bytes(const Profile& f, bool emulated) {
@@ -143,7 +165,8 @@ bool quad_ok(const GemmMatrix& x, int64_t batch, int64_t unit_stride, int64_t ot
 
 void record(Stream& stream, const Gemm& p, const Profile& f) {
   const bool emulated = emulating();
-  const char* name = emulated ? kEmulatedShader : kShader;
+  const Element& element = kElements[element_index(p.a.dtype)];
+  const char* name = emulated ? element.emulated_shader : element.shader;
   const ShaderBinary* shader = find_shader(name);
   if (!shader) invalid(kWhere, std::string("no shader variant '") + name + "'");
   const DeviceCapabilities& caps = stream.device().caps();
@@ -174,14 +197,23 @@ void record(Stream& stream, const Gemm& p, const Profile& f) {
   set_last_gemm_algorithm(emulated ? "coopmat_emulated" : "coopmat");
 }
 
-// Self-check: C = A @ B for 70 x 88 and 88 x 52 float16 matrices of small multiples of 1/8,
-// so that every product and every partial sum is exact in float32 whatever the order; the
-// cooperative-matrix result must equal the portable kernel's bit for bit. Synchronizes
-// `stream` (once per device and process). Returns false on a mismatch or any error.
-bool self_check(Stream& stream, const Profile& shape, std::string* why) {
+// Self-check: C = A @ B for 70 x 88 and 88 x 52 matrices (element type `e`) of small
+// multiples of 1/8, so that every product and every partial sum is exact in float32 whatever
+// the order; the cooperative-matrix result must equal the portable kernel's bit for bit.
+// Synchronizes `stream` (once per device, element type and process). Returns false on a
+// mismatch or any error.
+bool self_check(Stream& stream, int e, const Profile& shape, std::string* why) {
   constexpr int64_t M = 70, N = 52, K = 88;
+  const DType dtype = kElements[e].dtype;
   std::vector<uint16_t> a(M * K), b(K * N);
-  auto half_of_eighths = [](int v) {  // v / 8 for |v| <= 8 as float16 bits
+  auto bfloat16_of_eighths = [](int v) {  // v / 8 as bfloat16 bits (exact: few mantissa bits)
+    const float f = static_cast<float>(v) / 8.0f;
+    uint32_t bits = 0;
+    std::memcpy(&bits, &f, sizeof bits);
+    return static_cast<uint16_t>(bits >> 16);
+  };
+  auto half_of_eighths = [&](int v) {  // v / 8 for |v| <= 8 as float16 (or bfloat16) bits
+    if (dtype == DType::BFloat16) return bfloat16_of_eighths(v);
     if (v == 0) return uint16_t(0);
     const uint16_t sign = v < 0 ? 0x8000 : 0;
     int m = v < 0 ? -v : v, e = 0;
@@ -209,8 +241,8 @@ bool self_check(Stream& stream, const Profile& shape, std::string* why) {
     stream.copy_from_host(b.data(), db, b.size() * 2);
     Gemm g;
     g.m = M, g.n = N, g.k = K;
-    g.a = GemmMatrix{da, DType::Float16, K, 1, 0};
-    g.b = GemmMatrix{db, DType::Float16, N, 1, 0};
+    g.a = GemmMatrix{da, dtype, K, 1, 0};
+    g.b = GemmMatrix{db, dtype, N, 1, 0};
     g.c = GemmMatrix{c1, DType::Float32, N, 1, 0};
     Profile f;
     if (!choose_profile(stream, g, shape, &f)) throw std::runtime_error("no profile fits");
@@ -234,40 +266,40 @@ bool self_check(Stream& stream, const Profile& shape, std::string* why) {
 }  // namespace
 
 bool try_gemm_coopmat(Stream& stream, const Gemm& p) {
-  if (p.kind != ComputeKind::Float32 || p.k == 0 || p.a.dtype != DType::Float16 ||
-      p.b.dtype != DType::Float16)
-    return false;
+  const int e = element_index(p.a.dtype);
+  if (p.kind != ComputeKind::Float32 || p.k == 0 || e < 0 || p.b.dtype != p.a.dtype) return false;
   const bool emulated = emulating();
   if (!emulated) {
     const double macs = double(p.m) * double(p.n) * double(p.k) * double(p.batch);
     if (p.m < 16 || p.n < 16 || macs < double(1 << 18)) return false;
   }
   Profile shape;
-  if (!available(stream, &shape)) return false;
+  if (!available(stream, e, &shape)) return false;
   Profile f;
   if (!choose_profile(stream, p, shape, &f)) return false;
 
   Registry& r = registry();
-  const Device* device = &stream.device();
+  const std::pair<const Device*, int> key{&stream.device(), e};
   State state;
   {
     std::lock_guard<std::mutex> lock(r.mutex);
-    state = r.states[device];
+    state = r.states[key];
   }
   if (state == State::Failed) return false;
   if (state == State::Unchecked) {
     if (stream.capturing()) return false;  // the check waits on the host: not while capturing
     std::string why;
-    const bool ok = self_check(stream, shape, &why);
+    const bool ok = self_check(stream, e, shape, &why);
     {
       std::lock_guard<std::mutex> lock(r.mutex);
-      r.states[device] = ok ? State::Passed : State::Failed;
+      r.states[key] = ok ? State::Passed : State::Failed;
     }
     if (!ok) {
       std::fprintf(stderr,
-                   "torch-vk: the cooperative-matrix GEMM failed its self-check on %s (%s); "
-                   "float16 products use the portable kernels\n",
-                   stream.device().caps().name.c_str(), why.c_str());
+                   "torch-vk: the %s cooperative-matrix GEMM failed its self-check on %s (%s); "
+                   "%s products use the portable kernels\n",
+                   dtype_name(p.a.dtype), stream.device().caps().name.c_str(), why.c_str(),
+                   dtype_name(p.a.dtype));
       return false;
     }
   }
@@ -279,15 +311,16 @@ bool try_gemm_coopmat(Stream& stream, const Gemm& p) {
 
 namespace tvk::kernels {
 
-const char* gemm_coopmat_state(Stream& stream, uint32_t shape[3]) {
+const char* gemm_coopmat_state(Stream& stream, uint32_t shape[3], DType dtype) {
   using namespace detail;
   Profile s;
   shape[0] = shape[1] = shape[2] = 0;
-  if (!available(stream, &s)) return "unavailable";
+  const int e = element_index(dtype);
+  if (e < 0 || !available(stream, e, &s)) return "unavailable";
   shape[0] = s.cm, shape[1] = s.cn, shape[2] = s.ck;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  auto it = r.states.find(&stream.device());
+  auto it = r.states.find({&stream.device(), e});
   const State state = it == r.states.end() ? State::Unchecked : it->second;
   return state == State::Passed ? "passed" : state == State::Failed ? "failed" : "unchecked";
 }
@@ -295,7 +328,7 @@ const char* gemm_coopmat_state(Stream& stream, uint32_t shape[3]) {
 void gemm_coopmat_forget_self_check(Stream& stream) {
   detail::Registry& r = detail::registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  r.states.erase(&stream.device());
+  for (int e = 0; e < 2; ++e) r.states.erase({&stream.device(), e});
 }
 
 }  // namespace tvk::kernels

@@ -52,12 +52,26 @@ struct CoopMatProperties {
 };
 constexpr VkStructureType kCoopMatPropertiesType = static_cast<VkStructureType>(1000506001);
 constexpr int32_t kComponentFloat16 = 0, kComponentFloat32 = 1;  // VkComponentTypeKHR
+constexpr int32_t kComponentBFloat16 = 1000141000;                // VK_KHR_shader_bfloat16
 constexpr int32_t kScopeSubgroup = 3;                             // VkScopeKHR
 using PfnCoopMatProperties = VkResult(VKAPI_PTR*)(VkPhysicalDevice, uint32_t*, CoopMatProperties*);
 
-// The subgroup-scope float16 x float16 + float32 -> float32 shapes the device lists.
-std::vector<DeviceCapabilities::CooperativeMatrixShape> coopmat_f16_shapes(VkInstance instance,
-                                                                           VkPhysicalDevice pd) {
+// VkPhysicalDeviceShaderBfloat16FeaturesKHR (VK_KHR_shader_bfloat16, 2025), declared here for
+// the same reason.
+struct Bfloat16Features {
+  VkStructureType sType;
+  void* pNext;
+  VkBool32 shaderBFloat16Type;
+  VkBool32 shaderBFloat16DotProduct;
+  VkBool32 shaderBFloat16CooperativeMatrix;
+};
+constexpr VkStructureType kBfloat16FeaturesType = static_cast<VkStructureType>(1000141000);
+
+// The subgroup-scope `component` x `component` + float32 -> float32 shapes the device lists
+// (component: kComponentFloat16 or kComponentBFloat16).
+std::vector<DeviceCapabilities::CooperativeMatrixShape> coopmat_shapes(VkInstance instance,
+                                                                       VkPhysicalDevice pd,
+                                                                       int32_t component) {
   std::vector<DeviceCapabilities::CooperativeMatrixShape> shapes;
   auto query = reinterpret_cast<PfnCoopMatProperties>(
       vk::vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
@@ -67,7 +81,7 @@ std::vector<DeviceCapabilities::CooperativeMatrixShape> coopmat_f16_shapes(VkIns
   if (query(pd, &count, props.data()) < 0) return shapes;
   props.resize(count);
   for (const CoopMatProperties& p : props)
-    if (p.AType == kComponentFloat16 && p.BType == kComponentFloat16 &&
+    if (p.AType == component && p.BType == component &&
         p.CType == kComponentFloat32 && p.ResultType == kComponentFloat32 &&
         p.scope == kScopeSubgroup && !p.saturatingAccumulation)
       shapes.push_back({p.MSize, p.NSize, p.KSize});
@@ -75,6 +89,7 @@ std::vector<DeviceCapabilities::CooperativeMatrixShape> coopmat_f16_shapes(VkIns
 }
 
 constexpr const char* kExtCoopMat = "VK_KHR_cooperative_matrix";
+constexpr const char* kExtBfloat16 = "VK_KHR_shader_bfloat16";
 constexpr const char* kExtAtomicFloat = "VK_EXT_shader_atomic_float";
 constexpr const char* kExtMemoryBudget = "VK_EXT_memory_budget";
 constexpr const char* kExtPortabilitySubset = "VK_KHR_portability_subset";
@@ -232,6 +247,7 @@ struct Probe {
   VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
   CoopMatFeatures coopmat{kCoopMatFeaturesType, nullptr, VK_FALSE, VK_FALSE};
+  Bfloat16Features bfloat16{kBfloat16FeaturesType, nullptr, VK_FALSE, VK_FALSE, VK_FALSE};
   bool has_13 = false;
 };
 
@@ -347,6 +363,7 @@ void probe_device(VkInstance instance, VkPhysicalDevice pd, uint32_t instance_ap
   if (p->has_13) *tail = &p->f13, tail = &p->f13.pNext;
   if (has(kExtAtomicFloat)) *tail = &p->atomic_float, tail = &p->atomic_float.pNext;
   if (has(kExtCoopMat)) *tail = &p->coopmat, tail = &p->coopmat.pNext;
+  if (has(kExtBfloat16)) *tail = &p->bfloat16, tail = &p->bfloat16.pNext;
   vk::vkGetPhysicalDeviceFeatures2(pd, &p->features2);
   const VkPhysicalDeviceFeatures& core = p->features2.features;
   c.float16 = p->f12.shaderFloat16;
@@ -364,8 +381,11 @@ void probe_device(VkInstance instance, VkPhysicalDevice pd, uint32_t instance_ap
   c.float32_atomic_add = has(kExtAtomicFloat) && p->atomic_float.shaderBufferFloat32AtomicAdd;
   c.cooperative_matrix = has(kExtCoopMat) && p->coopmat.cooperativeMatrix &&
                          p->f12.vulkanMemoryModel && p->f12.shaderFloat16;
-  if (c.cooperative_matrix) c.coopmat_f16_shapes = coopmat_f16_shapes(instance, pd);
+  if (c.cooperative_matrix) c.coopmat_f16_shapes = coopmat_shapes(instance, pd, kComponentFloat16);
   if (c.coopmat_f16_shapes.empty()) c.cooperative_matrix = false;
+  if (c.cooperative_matrix && has(kExtBfloat16) && p->bfloat16.shaderBFloat16Type &&
+      p->bfloat16.shaderBFloat16CooperativeMatrix)
+    c.coopmat_bf16_shapes = coopmat_shapes(instance, pd, kComponentBFloat16);
   auto storage_texel_format = [&](VkFormat format) {
     VkFormatProperties fp{};
     vk::vkGetPhysicalDeviceFormatProperties(pd, format, &fp);
@@ -381,7 +401,11 @@ void probe_device(VkInstance instance, VkPhysicalDevice pd, uint32_t instance_ap
                   storage_texel_format(VK_FORMAT_R16G16B16A16_UINT);
 
   // Fast paths switched off for testing the portable baselines.
-  if (env_flag("TORCH_VK_DISABLE_COOPMAT")) c.cooperative_matrix = false, c.coopmat_f16_shapes.clear();
+  if (env_flag("TORCH_VK_DISABLE_COOPMAT")) {
+    c.cooperative_matrix = false;
+    c.coopmat_f16_shapes.clear();
+    c.coopmat_bf16_shapes.clear();
+  }
   if (env_flag("TORCH_VK_DISABLE_TEXEL_BUFFERS")) c.texel_buffers = c.texel_16bit = false;
   // Treat device memory as not host-visible: host copies take the staging paths of discrete GPUs.
   if (env_flag("TORCH_VK_DISABLE_UNIFIED_MEMORY")) c.unified_memory = false;
@@ -459,6 +483,7 @@ Device::Device(int index, VkPhysicalDevice physical, const DeviceCapabilities& c
   for (const char* e : {kExtMemoryBudget, kExtAtomicFloat, kExtPortabilitySubset})
     if (has(e)) enabled_extensions_.push_back(e);
   if (caps_.cooperative_matrix) enabled_extensions_.push_back(kExtCoopMat);
+  if (!caps_.coopmat_bf16_shapes.empty()) enabled_extensions_.push_back(kExtBfloat16);
   if (caps_.texel_buffers) enabled_extensions_.push_back(kExtPushDescriptor);
   if (!p.has_13 && p.maintenance4) enabled_extensions_.push_back(kExtMaintenance4);
 
@@ -501,6 +526,7 @@ Device::Device(int index, VkPhysicalDevice physical, const DeviceCapabilities& c
   m4.maintenance4 = VK_TRUE;
   VkPhysicalDeviceShaderAtomicFloatFeaturesEXT af = p.atomic_float;  // all supported bits
   CoopMatFeatures cm{kCoopMatFeaturesType, nullptr, VK_TRUE, VK_FALSE};
+  Bfloat16Features bf16{kBfloat16FeaturesType, nullptr, VK_TRUE, VK_FALSE, VK_TRUE};
 
   f2.pNext = &f11;
   f11.pNext = &f12;
@@ -509,6 +535,7 @@ Device::Device(int index, VkPhysicalDevice physical, const DeviceCapabilities& c
   else if (p.maintenance4) *tail = &m4, tail = &m4.pNext;
   if (has(kExtAtomicFloat)) af.pNext = nullptr, *tail = &af, tail = &af.pNext;
   if (caps_.cooperative_matrix) *tail = &cm, tail = &cm.pNext;
+  if (!caps_.coopmat_bf16_shapes.empty()) *tail = &bf16, tail = &bf16.pNext;
 
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};

@@ -57,6 +57,10 @@ struct DeviceCapabilities {
   // The subgroup-scope shapes M x N x K of float16 A / B with float32 C and result
   // (vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR), in the driver's order.
   std::vector<CooperativeMatrixShape> coopmat_f16_shapes;
+  // The same for bfloat16 A / B, listed only when cooperative_matrix holds and
+  // VK_KHR_shader_bfloat16 offers shaderBFloat16Type and shaderBFloat16CooperativeMatrix (then
+  // enabled); empty otherwise.
+  std::vector<CooperativeMatrixShape> coopmat_bf16_shapes;
   bool memory_budget = false;          // VK_EXT_memory_budget present
   // Storage texel buffers bound with push descriptors (VK_KHR_push_descriptor, the formats
   // R32_SFLOAT and R32G32B32A32_SFLOAT usable as storage texel buffers). Kernels for CPU devices

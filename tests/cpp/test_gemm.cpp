@@ -718,7 +718,11 @@ TEST_F(GemmKernel, CoopmatEmulatedProfilesLayoutsAndDtypes) {
   std::mt19937 rng(21);
   // The automatic profile runs every layout and shape; the forced ones (one pipeline compile
   // per load-mode combination on lavapipe) the vector modes and the scalar ones on one shape.
+  // bfloat16 A / B (gemm.coopmat_emulated.bfloat16) take the automatic profile and the 8x8x16
+  // shape: the tiling is the float16 kernel's, only the element conversion differs.
+  for (const DType element : {DType::Float16, DType::BFloat16})
   for (const CoopmatProfile& profile : kCoopmatProfiles) {
+    if (element == DType::BFloat16 && profile.bm != 0 && profile.cm != 8) continue;
     use_coopmat_profile(profile);
     const bool all = profile.bm == 0;
     // Edges in every dimension, k shorter than one step and longer than several, m = 1.
@@ -730,8 +734,8 @@ TEST_F(GemmKernel, CoopmatEmulatedProfilesLayoutsAndDtypes) {
             if (!all && (s.m != 70 || la != lb || (offset == 1) != (std::string(la) == "col")))
               continue;
             const DType out = offset ? DType::BFloat16 : DType::Float32;
-            Mat a(DType::Float16, 2, s.m, s.k, la, 0, offset);
-            Mat b(DType::Float16, 2, s.k, s.n, lb, offset ? 3 : 0, 0, offset == 1);
+            Mat a(element, 2, s.m, s.k, la, 0, offset);
+            Mat b(element, 2, s.k, s.n, lb, offset ? 3 : 0, 0, offset == 1);
             Mat c(out, 2, s.m, s.n);
             a.fill_random(rng);
             b.fill_random(rng);
@@ -740,7 +744,7 @@ TEST_F(GemmKernel, CoopmatEmulatedProfilesLayoutsAndDtypes) {
             cs.batch = 2, cs.m = s.m, cs.n = s.n, cs.k = s.k;
             const double rtol = out == DType::BFloat16 ? 8e-3 : 1e-5;
             EXPECT_TRUE(run_case(cs, a, b, c, nullptr, rtol, f32_atol(s.k)))
-                << profile.name << ": " << s.m << "x" << s.n << "x" << s.k << " A " << la
+                << dtype_name(element) << " " << profile.name << ": " << s.m << "x" << s.n << "x" << s.k << " A " << la
                 << " B " << lb << " offset " << offset;
             EXPECT_STREQ(last_gemm_algorithm(), "coopmat_emulated");
           }
@@ -830,12 +834,36 @@ TEST_F(GemmKernel, CoopmatSelfCheckAndSwitches) {
     EXPECT_STRNE(last_gemm_algorithm(), "coopmat_emulated");
     EXPECT_STREQ(gemm_coopmat_state(stream(), shape), "unavailable");
   }
-  // float32 / bfloat16 operands never take it.
+  // bfloat16 A and B have a self-check of their own: it runs at their first product, whatever
+  // float16's state.
   use_coopmat_profile(kCoopmatProfiles[0]);
-  Mat af(DType::BFloat16, 1, m, k), bf(DType::BFloat16, 1, k, n), c(DType::Float32, 1, m, n);
+  gemm_coopmat_forget_self_check(stream());
+  gemm_tuning().coopmat_fail_self_check = true;
+  {
+    Mat c(DType::Float32, 1, m, n);
+    EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, f32_atol(k)));
+    EXPECT_STREQ(gemm_coopmat_state(stream(), shape, DType::Float16), "failed");
+    EXPECT_STREQ(gemm_coopmat_state(stream(), shape, DType::BFloat16), "unchecked");
+  }
+  gemm_tuning().coopmat_fail_self_check = false;
+  Mat ab(DType::BFloat16, 1, m, k), bb(DType::BFloat16, 1, k, n);
+  ab.fill_random(rng);
+  bb.fill_random(rng);
+  {
+    Mat c(DType::Float32, 1, m, n);
+    EXPECT_TRUE(run_case(cs, ab, bb, c, nullptr, 1e-5, f32_atol(k)));
+    EXPECT_STREQ(last_gemm_algorithm(), "coopmat_emulated");
+    EXPECT_STREQ(gemm_coopmat_state(stream(), shape, DType::BFloat16), "passed");
+    EXPECT_STREQ(gemm_coopmat_state(stream(), shape, DType::Float16), "failed");
+  }
+  gemm_coopmat_forget_self_check(stream());
+  // float32 operands and mixed float16 x bfloat16 ones never take it.
+  Mat af(DType::Float32, 1, m, k), bf(DType::Float32, 1, k, n), c(DType::Float32, 1, m, n);
   af.fill_random(rng);
   bf.fill_random(rng);
   EXPECT_TRUE(run_case(cs, af, bf, c, nullptr, 1e-5, f32_atol(k)));
+  EXPECT_STRNE(last_gemm_algorithm(), "coopmat_emulated");
+  EXPECT_TRUE(run_case(cs, a, bb, c, nullptr, 1e-5, f32_atol(k)));
   EXPECT_STRNE(last_gemm_algorithm(), "coopmat_emulated");
   // An invalid forced profile is an error, not a silent fallback.
   gemm_tuning().coopmat_bm = 48, gemm_tuning().coopmat_bn = 32, gemm_tuning().coopmat_bk = 16;

