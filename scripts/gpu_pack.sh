@@ -66,14 +66,16 @@ EOF
 chmod +x "$KIT/bin/glslc"
 echo "glslc: $("$KIT/bin/glslc" --version 2>&1 | tr "\n" " " | cut -c1-120)"
 
-# --- 2b. glslangValidator + spirv-val of the cmeel wheels (the cooperative-matrix GEMM shaders;
+# --- 2b. glslangValidator + SPIRV-Tools of the cmeel wheels (the cooperative-matrix GEMM shaders;
 # tools/build_shaders.py finds their shared libraries in ../lib) ------------------------------
 CMEEL=$(ls -d "$ROOT"/.venv/lib/python3*/site-packages/cmeel.prefix 2>/dev/null | head -1)
 if [ -n "$CMEEL" ] && [ -x "$CMEEL/bin/glslangValidator" ] && [ -x "$CMEEL/bin/spirv-val" ]; then
   mkdir -p "$KIT/cmeel/bin" "$KIT/cmeel/lib"
-  cp "$CMEEL/bin/glslangValidator" "$CMEEL/bin/spirv-val" "$KIT/cmeel/bin/"
-  # Only the libraries the two executables load (the whole lib/ is ~40 MiB; carry allows 64).
-  for lib in $(LD_LIBRARY_PATH="$CMEEL/lib" ldd "$CMEEL/bin/glslangValidator" "$CMEEL/bin/spirv-val" |
+  # spirv-dis / spirv-as: the build's SPIR-V patch of the bfloat16 kernel (next to spirv-val).
+  TOOLS="glslangValidator spirv-val spirv-dis spirv-as"
+  for t in $TOOLS; do cp "$CMEEL/bin/$t" "$KIT/cmeel/bin/"; done
+  # Only the libraries the executables load (the whole lib/ is ~40 MiB; carry allows 64).
+  for lib in $(for t in $TOOLS; do LD_LIBRARY_PATH="$CMEEL/lib" ldd "$CMEEL/bin/$t"; done |
                awk -v d="$CMEEL/lib/" 'index($3, d) == 1 {print $3}' | sort -u); do
     cp -L "$lib" "$KIT/cmeel/lib/$(basename "$lib")"
   done
