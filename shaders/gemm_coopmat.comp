@@ -13,7 +13,8 @@
 //                   device): tests run it on lavapipe, so the tiling, the load modes, the shared
 //                   layouts, the offsets and strides given to the fragment loads and the epilogue
 //                   are checked against the CPU everywhere; only the hardware matrix ops are not.
-//   COOPMAT_BF16    1: bfloat16 A and B. The kernel moves A and B only as raw 16-bit patterns
+//   COOPMAT_BF16    1: bfloat16 A and B (or float32 A and B converted to bfloat16 while they are
+//                   loaded, F32_TERMS below). The kernel moves A and B only as raw 16-bit patterns
 //                   (memory -> registers -> shared tiles, by bit casts), so the real bfloat16
 //                   kernel is this float16 code with its A / B fragment types retyped to
 //                   bfloat16 in SPIR-V after compiling (tools/build_shaders.py, patch
@@ -51,6 +52,15 @@
 //                              alignment, strides and sizes for 2 / 3)
 //   15 B_LOAD                  0 scalar, n fastest; 1 scalar, k fastest; 2 four along n;
 //                              3 four along k
+//   16 F32_TERMS               bfloat16 variants with float32 A and B (DT_A = DT_B = float32,
+//                              set_float32_matmul_precision "medium" / "high"): 1 each value is
+//                              rounded to bfloat16 (to nearest even; NaN stays NaN); 3 each value
+//                              is split into hi = its top 16 bits and lo = bfloat16(x - hi), and
+//                              a @ b = hi*hi + hi*lo + lo*hi (|lo| < 2^-7 |x|: the lo*lo term left
+//                              out is below 2^-14 of the product, and rounding lo adds at most
+//                              2^-16 per operand: about 1.5 * 2^-14 per product, against TF32's
+//                              2^-10), with second shared tiles for the lo parts.
+//                              0: 16-bit A and B.
 // Launcher contract: BM % (WARPS_M * CM) == 0, BN % (WARPS_N * CN) == 0, BK % CK == 0,
 // BM * BK and BK * BN multiples of 4 * WG, (CM * CN) % SG == 0.
 #extension GL_GOOGLE_include_directive : require
@@ -95,6 +105,7 @@ layout(constant_id = 12) const uint CN = 16;
 layout(constant_id = 13) const uint CK = 16;
 layout(constant_id = 14) const int A_LOAD = 0;
 layout(constant_id = 15) const int B_LOAD = 0;
+layout(constant_id = 16) const int F32_TERMS = 0;
 
 const int WG = WARPS_M * WARPS_N * SG;
 const int WTM = BM / WARPS_M;           // rows of one subgroup's sub-tile
@@ -109,6 +120,9 @@ const int LDB = B_COLMAJOR ? BK + PAD : BN + PAD;
 const int A_ELEMS = BM * BK / WG;       // elements of the A tile one invocation loads
 const int B_ELEMS = BK * BN / WG;
 const int EPL = int(CM * CN) / SG;      // elements of a CM x CN fragment per lane (epilogue)
+const bool SPLIT = F32_TERMS == 3;      // lo parts: their registers and shared tiles
+const int LO_A = SPLIT ? (BM + PAD) * (BK + PAD) : 1;
+const int LO_B = SPLIT ? (BK + PAD) * (BN + PAD) : 1;
 
 layout(push_constant) uniform Push {
   uint64_t a;           //   0
@@ -150,14 +164,16 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Ref
 #endif
 shared SH_T sh_a[(BM + PAD) * (BK + PAD)];
 shared SH_T sh_b[(BK + PAD) * (BN + PAD)];
+shared SH_T sh_a_lo[LO_A];
+shared SH_T sh_b_lo[LO_B];
 shared float sh_scratch[WARPS_M * WARPS_N * CM * CN];
 
 // ---------------------------------------------------------------- fragments
 #if COOPMAT_EMULATE
 // A fragment is where it lies in its shared tile; an accumulator is EPL values per lane, lane l
 // holding elements e = l + j * SG (row e / CN, column e % CN) of the CM x CN block.
-struct FragA { int off; int stride; };
-struct FragB { int off; int stride; };
+struct FragA { int off; int stride; bool lo; };
+struct FragB { int off; int stride; bool lo; };
 struct Acc { float v[EPL]; };
 #if COOPMAT_BF16
 #define TILE_FLOAT(bits) uintBitsToFloat((bits) << 16)
@@ -165,10 +181,12 @@ struct Acc { float v[EPL]; };
 #define TILE_FLOAT(bits) tvk_half_to_float(bits)
 #endif
 float frag_a(FragA f, int r, int k) {
-  return TILE_FLOAT(sh_a[A_COLMAJOR ? f.off + k * f.stride + r : f.off + r * f.stride + k]);
+  const int i = A_COLMAJOR ? f.off + k * f.stride + r : f.off + r * f.stride + k;
+  return TILE_FLOAT(SPLIT && f.lo ? sh_a_lo[i] : sh_a[i]);
 }
 float frag_b(FragB f, int k, int c) {
-  return TILE_FLOAT(sh_b[B_COLMAJOR ? f.off + c * f.stride + k : f.off + k * f.stride + c]);
+  const int i = B_COLMAJOR ? f.off + c * f.stride + k : f.off + k * f.stride + c;
+  return TILE_FLOAT(SPLIT && f.lo ? sh_b_lo[i] : sh_b[i]);
 }
 #define ACC_T Acc
 #define FRAG_A_T FragA
@@ -189,29 +207,46 @@ void acc_zero(inout ACC_T acc) {
 #endif
 }
 
-// The CM x CK fragment of the A tile at rows r0.., k kk..
-void load_frag_a(out FRAG_A_T f, int r0, int kk) {
+// The CM x CK fragment of the A tile at rows r0.., k kk.. (of the lo tile with `lo`).
+void load_frag_a(out FRAG_A_T f, int r0, int kk, bool lo) {
+  const int off = A_COLMAJOR ? kk * LDA + r0 : r0 * LDA + kk;
 #if COOPMAT_EMULATE
-  f.off = A_COLMAJOR ? kk * LDA + r0 : r0 * LDA + kk;
+  f.off = off;
   f.stride = LDA;
+  f.lo = lo;
 #else
-  if (A_COLMAJOR)
-    coopMatLoad(f, sh_a, uint(kk * LDA + r0), uint(LDA), gl_CooperativeMatrixLayoutColumnMajor);
-  else
-    coopMatLoad(f, sh_a, uint(r0 * LDA + kk), uint(LDA), gl_CooperativeMatrixLayoutRowMajor);
+  // (The layout operand must be a constant: one call per layout.)
+  if (SPLIT && lo) {
+    if (A_COLMAJOR)
+      coopMatLoad(f, sh_a_lo, uint(off), uint(LDA), gl_CooperativeMatrixLayoutColumnMajor);
+    else
+      coopMatLoad(f, sh_a_lo, uint(off), uint(LDA), gl_CooperativeMatrixLayoutRowMajor);
+  } else if (A_COLMAJOR) {
+    coopMatLoad(f, sh_a, uint(off), uint(LDA), gl_CooperativeMatrixLayoutColumnMajor);
+  } else {
+    coopMatLoad(f, sh_a, uint(off), uint(LDA), gl_CooperativeMatrixLayoutRowMajor);
+  }
 #endif
 }
 
-// The CK x CN fragment of the B tile at k kk.., columns c0..
-void load_frag_b(out FRAG_B_T f, int kk, int c0) {
+// The CK x CN fragment of the B tile at k kk.., columns c0.. (of the lo tile with `lo`).
+void load_frag_b(out FRAG_B_T f, int kk, int c0, bool lo) {
+  const int off = B_COLMAJOR ? c0 * LDB + kk : kk * LDB + c0;
 #if COOPMAT_EMULATE
-  f.off = B_COLMAJOR ? c0 * LDB + kk : kk * LDB + c0;
+  f.off = off;
   f.stride = LDB;
+  f.lo = lo;
 #else
-  if (B_COLMAJOR)
-    coopMatLoad(f, sh_b, uint(c0 * LDB + kk), uint(LDB), gl_CooperativeMatrixLayoutColumnMajor);
-  else
-    coopMatLoad(f, sh_b, uint(kk * LDB + c0), uint(LDB), gl_CooperativeMatrixLayoutRowMajor);
+  if (SPLIT && lo) {
+    if (B_COLMAJOR)
+      coopMatLoad(f, sh_b_lo, uint(off), uint(LDB), gl_CooperativeMatrixLayoutColumnMajor);
+    else
+      coopMatLoad(f, sh_b_lo, uint(off), uint(LDB), gl_CooperativeMatrixLayoutRowMajor);
+  } else if (B_COLMAJOR) {
+    coopMatLoad(f, sh_b, uint(off), uint(LDB), gl_CooperativeMatrixLayoutColumnMajor);
+  } else {
+    coopMatLoad(f, sh_b, uint(off), uint(LDB), gl_CooperativeMatrixLayoutRowMajor);
+  }
 #endif
 }
 
@@ -242,9 +277,32 @@ void store_scratch(ACC_T acc) {
 // ---------------------------------------------------------------- tile loads
 uint g_ra[A_ELEMS];  // the next tiles' raw 16-bit values (low half of each word)
 uint g_rb[B_ELEMS];
+uint g_ra_lo[SPLIT ? A_ELEMS : 1];  // F32_TERMS 3: the lo parts
+uint g_rb_lo[SPLIT ? B_ELEMS : 1];
 
+layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer RefQuad32 { uvec4 v; };
+
+const bool F32_IN = F32_TERMS != 0;  // float32 A and B, converted while loaded
 uint load_bits(uint64_t base, int off) { return uint(RefU16(tvk_elem_addr(base, off, 1)).v); }
 uvec2 load_quad(uint64_t base, int off) { return RefQuad(tvk_elem_addr(base, off, 1)).v; }
+uint load_word(uint64_t base, int off) { return floatBitsToUint(RefF32(tvk_elem_addr(base, off, 2)).v); }
+uvec4 load_quad32(uint64_t base, int off) { return RefQuad32(tvk_elem_addr(base, off, 2)).v; }
+
+// float32 bits -> bfloat16 bits rounded to nearest even; NaN stays a (quiet) NaN.
+uint bf16_rne(uint u) {
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+// F32_TERMS 1: the rounded value. 3: hi = the top 16 bits (x - hi is then exact in float32 and
+// hi never overflows), lo = bfloat16(x - hi); NaN -> (NaN, 0), +-inf -> (+-inf, 0).
+uint f32_hi(uint u) {
+  if (F32_TERMS == 1) return bf16_rne(u);
+  return (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : u >> 16;
+}
+uint f32_lo(uint u) {
+  if ((u & 0x7f800000u) == 0x7f800000u) return 0u;
+  return bf16_rne(floatBitsToUint(uintBitsToFloat(u) - uintBitsToFloat(u & 0xffff0000u)));
+}
 
 // Element i of the A tile in load order -> (row, k) in the tile. Vector modes give the first
 // of 4 consecutive elements along their axis.
@@ -267,12 +325,30 @@ ivec2 b_coord(int i) {
   return ivec2((e % (BK / 4)) * 4, e / (BK / 4));
 }
 
+// Element i of a tile from float32 word `u` (F32_TERMS 1 / 3).
+void put_a(int i, uint u) {
+  g_ra[i] = f32_hi(u);
+  if (SPLIT) g_ra_lo[i] = f32_lo(u);
+}
+void put_b(int i, uint u) {
+  g_rb[i] = f32_hi(u);
+  if (SPLIT) g_rb_lo[i] = f32_lo(u);
+}
+
 void load_tiles(uint64_t a_base, uint64_t b_base, int row0, int col0, int k0) {
   const bool a_vec = A_LOAD >= 2, b_vec = B_LOAD >= 2;
   UNROLL for (int i = 0; i < A_ELEMS; i += (a_vec ? 4 : 1)) {
     const ivec2 rk = a_coord(i);
     const int m = row0 + rk.x, k = k0 + rk.y;
-    if (a_vec) {
+    if (F32_IN) {
+      const bool inside = m < pc.M && k < pc.K;
+      if (a_vec) {  // 16 bytes: four float32 values
+        const uvec4 q = inside ? load_quad32(a_base, m * pc.a_rs + k * pc.a_cs) : uvec4(0u);
+        put_a(i, q.x); put_a(i + 1, q.y); put_a(i + 2, q.z); put_a(i + 3, q.w);
+      } else {
+        put_a(i, inside ? load_word(a_base, m * pc.a_rs + k * pc.a_cs) : 0u);
+      }
+    } else if (a_vec) {
       // Four along k (A_LOAD 2) or m (3): K (M) % 4 == 0, so a vector is wholly in or out.
       const bool inside = m < pc.M && k < pc.K;
       const uvec2 q = inside ? load_quad(a_base, m * pc.a_rs + k * pc.a_cs) : uvec2(0u);
@@ -285,7 +361,15 @@ void load_tiles(uint64_t a_base, uint64_t b_base, int row0, int col0, int k0) {
   UNROLL for (int i = 0; i < B_ELEMS; i += (b_vec ? 4 : 1)) {
     const ivec2 kc = b_coord(i);
     const int k = k0 + kc.x, n = col0 + kc.y;
-    if (b_vec) {
+    if (F32_IN) {
+      const bool inside = k < pc.K && n < pc.N;
+      if (b_vec) {
+        const uvec4 q = inside ? load_quad32(b_base, k * pc.b_rs + n * pc.b_cs) : uvec4(0u);
+        put_b(i, q.x); put_b(i + 1, q.y); put_b(i + 2, q.z); put_b(i + 3, q.w);
+      } else {
+        put_b(i, inside ? load_word(b_base, k * pc.b_rs + n * pc.b_cs) : 0u);
+      }
+    } else if (b_vec) {
       const bool inside = k < pc.K && n < pc.N;
       const uvec2 q = inside ? load_quad(b_base, k * pc.b_rs + n * pc.b_cs) : uvec2(0u);
       g_rb[i] = q.x & 0xffffu; g_rb[i + 1] = q.x >> 16;
@@ -301,13 +385,17 @@ void store_tiles() {
     ivec2 rk = a_coord(i);
     if (A_LOAD == 2) rk.y += i % 4;
     if (A_LOAD == 3) rk.x += i % 4;
-    sh_a[A_COLMAJOR ? rk.y * LDA + rk.x : rk.x * LDA + rk.y] = TO_SH(g_ra[i]);
+    const int at = A_COLMAJOR ? rk.y * LDA + rk.x : rk.x * LDA + rk.y;
+    sh_a[at] = TO_SH(g_ra[i]);
+    if (SPLIT) sh_a_lo[at] = TO_SH(g_ra_lo[i]);
   }
   UNROLL for (int i = 0; i < B_ELEMS; ++i) {
     ivec2 kc = b_coord(i);
     if (B_LOAD == 2) kc.y += i % 4;
     if (B_LOAD == 3) kc.x += i % 4;
-    sh_b[B_COLMAJOR ? kc.y * LDB + kc.x : kc.x * LDB + kc.y] = TO_SH(g_rb[i]);
+    const int at = B_COLMAJOR ? kc.y * LDB + kc.x : kc.x * LDB + kc.y;
+    sh_b[at] = TO_SH(g_rb[i]);
+    if (SPLIT) sh_b_lo[at] = TO_SH(g_rb_lo[i]);
   }
 }
 
@@ -333,8 +421,8 @@ void main() {
   const int k_tiles = (pc.K + BK - 1) / BK;
   const int lc = log2_size(DT_C);
   for (int bt = int(gl_WorkGroupID.z); bt < pc.batch; bt += int(gl_NumWorkGroups.z)) {
-    const uint64_t a_base = batch_base(pc.a, bt, pc.a_bs, 1);
-    const uint64_t b_base = batch_base(pc.b, bt, pc.b_bs, 1);
+    const uint64_t a_base = batch_base(pc.a, bt, pc.a_bs, F32_IN ? 2 : 1);
+    const uint64_t b_base = batch_base(pc.b, bt, pc.b_bs, F32_IN ? 2 : 1);
     const uint64_t c_base = batch_base(pc.c, bt, pc.c_bs, lc);
     uint64_t bias_base = 0;
     if (DT_BIAS >= 0) bias_base = batch_base(pc.bias, bt, pc.bias_bs, log2_size(DT_BIAS));
@@ -351,13 +439,26 @@ void main() {
         for (int kt = 0; kt < k_tiles; ++kt) {
           if (kt + 1 < k_tiles) load_tiles(a_base, b_base, row0, col0, (kt + 1) * BK);
           UNROLL for (int kk = 0; kk < BK; kk += int(CK)) {
+            // (One declarator per declaration: glslang 13.1 drops the matrix use of the second
+            // declarator of a cooperative-matrix declaration.)
             FRAG_A_T fa[FM];
-            UNROLL for (int i = 0; i < FM; ++i)
-              load_frag_a(fa[i], wm * WTM + i * int(CM), kk);
+            FRAG_A_T fa_lo[SPLIT ? FM : 1];
+            UNROLL for (int i = 0; i < FM; ++i) {
+              load_frag_a(fa[i], wm * WTM + i * int(CM), kk, false);
+              if (SPLIT) load_frag_a(fa_lo[i], wm * WTM + i * int(CM), kk, true);
+            }
             UNROLL for (int j = 0; j < FN; ++j) {
               FRAG_B_T fb;
-              load_frag_b(fb, kk, wn * WTN + j * int(CN));
-              UNROLL for (int i = 0; i < FM; ++i) mul_add(acc[i * FN + j], fa[i], fb);
+              FRAG_B_T fb_lo;
+              load_frag_b(fb, kk, wn * WTN + j * int(CN), false);
+              if (SPLIT) load_frag_b(fb_lo, kk, wn * WTN + j * int(CN), true);
+              UNROLL for (int i = 0; i < FM; ++i) {
+                if (SPLIT) {  // the small terms first
+                  mul_add(acc[i * FN + j], fa_lo[i], fb);
+                  mul_add(acc[i * FN + j], fa[i], fb_lo);
+                }
+                mul_add(acc[i * FN + j], fa[i], fb);
+              }
             }
           }
           barrier();

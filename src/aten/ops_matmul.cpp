@@ -204,6 +204,20 @@ kernels::Gemm gemm_for(const at::Tensor& result, const c10::Scalar& beta, const 
   g.kind = kernels::gemm_kind_for(vk_dtype(result.scalar_type(), name));
   g.alpha = gemm_scalar(alpha, result.scalar_type());
   g.beta = gemm_scalar(beta, result.scalar_type());
+  // torch.set_float32_matmul_precision: "high" allows TF32 on CUDA, "medium" bfloat16; here
+  // they allow the cooperative-matrix kernel on bfloat16 parts (kernels::Gemm::float32_inputs).
+  if (result.scalar_type() == at::kFloat) {
+    switch (at::globalContext().float32MatmulPrecision()) {
+      case at::Float32MatmulPrecision::HIGH:
+        g.float32_inputs = kernels::Gemm::Float32Inputs::BFloat16x3;
+        break;
+      case at::Float32MatmulPrecision::MEDIUM:
+        g.float32_inputs = kernels::Gemm::Float32Inputs::BFloat16;
+        break;
+      default:
+        break;
+    }
+  }
   return g;
 }
 

@@ -57,6 +57,13 @@ struct Gemm {
                     // address and strides); must not otherwise overlap C.
   GemmScalar alpha{1.0, 1};
   GemmScalar beta{0.0, 0};
+  // float32 A and B on the cooperative-matrix kernel (torch.set_float32_matmul_precision):
+  // Exact ("highest", the default), BFloat16x3 ("high": each value split into a bfloat16 hi
+  // and lo part, a @ b = hi*hi + hi*lo + lo*hi, a relative error of about 1.5 * 2^-14 per
+  // product: below TF32's 2^-10, which "high" allows on CUDA) or BFloat16 ("medium": each value rounded to bfloat16).
+  // The portable kernels compute float32 exactly whatever this says, as both precisions allow.
+  enum class Float32Inputs { Exact, BFloat16x3, BFloat16 };
+  Float32Inputs float32_inputs = Float32Inputs::Exact;
 };
 
 // Records the product on `stream`. Semantics (as PyTorch's addmm / baddbmm on the CPU):
@@ -145,8 +152,8 @@ struct GemmTuning {
 };
 GemmTuning& gemm_tuning();
 
-// The cooperative-matrix kernel's state on a device for A / B of `dtype` (Float16 or
-// BFloat16): "unavailable" (no extension or shape for it, no shader in this build, or
+// The cooperative-matrix kernel's state on a device for A / B of `dtype` (Float16, BFloat16,
+// or Float32: float32 operands converted to bfloat16, Gemm::float32_inputs): "unavailable" (no extension or shape for it, no shader in this build, or
 // GemmTuning::coopmat Off), "unchecked" (not used yet), "passed" or "failed" (its self-check);
 // `shape` gets the M x N x K it uses (0s when unavailable).
 const char* gemm_coopmat_state(Stream& stream, uint32_t shape[3], DType dtype = DType::Float16);

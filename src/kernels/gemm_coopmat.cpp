@@ -1,8 +1,10 @@
 // Launcher of the cooperative-matrix GEMM (shaders/gemm_coopmat.comp, variants
 // gemm.coopmat[_emulated].float16 / .bfloat16): float16 or bfloat16 A and B (both the same),
-// float32 accumulation, C and the bias of any float32-kind dtype. Each element type has its
-// own device shapes (DeviceCapabilities::coopmat_f16_shapes / coopmat_bf16_shapes) and its
-// own self-check per device.
+// or float32 A and B converted to bfloat16 while loaded (Gemm::float32_inputs: one rounded
+// term, or hi + lo parts and three products), float32 accumulation, C and the bias of any
+// float32-kind dtype. Each element type has its own device shapes
+// (DeviceCapabilities::coopmat_f16_shapes / coopmat_bf16_shapes, float32 using bfloat16's)
+// and its own self-check per device.
 //
 // Profiles (WARPS_M x WARPS_N subgroups of the device's subgroup size SG; CM x CN x CK the
 // device's cooperative-matrix shape, 16 x 16 x 16 where listed):
@@ -43,13 +45,16 @@ struct Element {
   const char* shader;
   const char* emulated_shader;
 };
-constexpr Element kElements[2] = {
+constexpr int kElementCount = 3;
+constexpr Element kElements[kElementCount] = {
     {DType::Float16, "gemm.coopmat.float16", "gemm.coopmat_emulated.float16"},
     {DType::BFloat16, "gemm.coopmat.bfloat16", "gemm.coopmat_emulated.bfloat16"},
+    // float32 operands converted to bfloat16 by the bfloat16 kernel (spec constant F32_TERMS)
+    {DType::Float32, "gemm.coopmat.bfloat16", "gemm.coopmat_emulated.bfloat16"},
 };
 // Index into kElements of `dtype`, -1 for others.
 int element_index(DType dtype) {
-  return dtype == DType::Float16 ? 0 : dtype == DType::BFloat16 ? 1 : -1;
+  return dtype == DType::Float16 ? 0 : dtype == DType::BFloat16 ? 1 : dtype == DType::Float32 ? 2 : -1;
 }
 const std::vector<DeviceCapabilities::CooperativeMatrixShape>& device_shapes(
     const DeviceCapabilities& caps, int e) {
@@ -109,9 +114,11 @@ bool available(Stream& stream, int e, Profile* shape) {
          device_shape(caps, e, shape);
 }
 
-uint64_t shared_bytes(const Profile& f, bool emulated) {
+// `terms`: F32_TERMS (3: second tiles for the lo parts).
+uint64_t shared_bytes(const Profile& f, bool emulated, int terms) {
   const uint64_t elem = emulated ? 4 : 2;  // the emulation keeps 16-bit values in 32-bit words
-  return elem * ((f.bm + 8) * (f.bk + 8) + (f.bk + 8) * (f.bn + 8)) +
+  const uint64_t tiles = terms == 3 ? 2 : 1;
+  return tiles * elem * ((f.bm + 8) * (f.bk + 8) + (f.bk + 8) * (f.bn + 8)) +
          4ull * f.warps_m * f.warps_n * f.cm * f.cn;
 }
 
@@ -123,15 +130,16 @@ bool profile_valid(const Profile& f, uint32_t sg) {
          (f.cm * f.cn) % sg == 0 && f.bm % 4 == 0 && f.bk % 4 == 0 && f.bn % 4 == 0;
 }
 
-bool fits(const DeviceCapabilities& caps, const Profile& f, uint32_t sg, bool emulated) {
+bool fits(const DeviceCapabilities& caps, const Profile& f, uint32_t sg, bool emulated, int terms) {
   const uint32_t wg = f.warps_m * f.warps_n * sg;
   return wg <= caps.max_workgroup_invocations && wg <= caps.max_workgroup_size[0] &&
-         shared_bytes(f, emulated) <= caps.max_shared_memory_size;
+         shared_bytes(f, emulated, terms) <= caps.max_shared_memory_size;
 }
 
-// The profile for `p`, with the device's (or the tuning's emulated) shape; false when none
-// fits the device.
-bool choose_profile(Stream& stream, const Gemm& p, const Profile& shape, Profile* out) {
+// The profile for `p` (F32_TERMS `terms`), with the device's (or the tuning's emulated) shape;
+// false when none fits the device. (The large profile with terms 3 needs 51 KiB of shared
+// memory: past NVIDIA's 48 KiB it takes the medium one.)
+bool choose_profile(Stream& stream, const Gemm& p, const Profile& shape, int terms, Profile* out) {
   const DeviceCapabilities& caps = stream.device().caps();
   const GemmTuning& t = gemm_tuning();
   const bool emulated = emulating();
@@ -145,7 +153,7 @@ bool choose_profile(Stream& stream, const Gemm& p, const Profile& shape, Profile
     if (!profile_valid(f, sg)) invalid(kWhere, "invalid cooperative-matrix tile configuration");
   }
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (profile_valid(f, sg) && fits(caps, f, sg, emulated)) {
+    if (profile_valid(f, sg) && fits(caps, f, sg, emulated, terms)) {
       *out = f;
       return true;
     }
@@ -155,17 +163,25 @@ bool choose_profile(Stream& stream, const Gemm& p, const Profile& shape, Profile
   return false;
 }
 
-// 4-element (8-byte) loads along one axis: 8-byte aligned, unit stride along it, the other
-// stride, the batch stride and the length along it multiples of 4.
+// 4-element loads along one axis (8 bytes of 16-bit values, 16 of float32): aligned to them,
+// unit stride along it, the other stride, the batch stride and the length along it multiples
+// of 4.
 bool quad_ok(const GemmMatrix& x, int64_t batch, int64_t unit_stride, int64_t other_stride,
              int64_t length) {
-  return unit_stride == 1 && x.address % 8 == 0 && other_stride % 4 == 0 && length % 4 == 0 &&
-         (batch == 1 || x.batch_stride % 4 == 0);
+  return unit_stride == 1 && x.address % (4 * dtype_size(x.dtype)) == 0 && other_stride % 4 == 0 &&
+         length % 4 == 0 && (batch == 1 || x.batch_stride % 4 == 0);
+}
+
+// F32_TERMS of `p` for element type `e` (0 for 16-bit operands).
+int f32_terms(const Gemm& p, int e) {
+  if (e != 2) return 0;
+  return p.float32_inputs == Gemm::Float32Inputs::BFloat16 ? 1 : 3;
 }
 
 void record(Stream& stream, const Gemm& p, const Profile& f) {
   const bool emulated = emulating();
-  const Element& element = kElements[element_index(p.a.dtype)];
+  const int e = element_index(p.a.dtype);
+  const Element& element = kElements[e];
   const char* name = emulated ? element.emulated_shader : element.shader;
   const ShaderBinary* shader = find_shader(name);
   if (!shader) invalid(kWhere, std::string("no shader variant '") + name + "'");
@@ -190,7 +206,8 @@ void record(Stream& stream, const Gemm& p, const Profile& f) {
       static_cast<uint32_t>(p.a.dtype), static_cast<uint32_t>(p.b.dtype),
       static_cast<uint32_t>(p.c.dtype),
       has_bias ? static_cast<uint32_t>(p.bias.dtype) : UINT32_MAX,
-      f.bm, f.bn, f.bk, f.warps_m, f.warps_n, sg, f.cm, f.cn, f.ck, a_load, b_load};
+      f.bm, f.bn, f.bk, f.warps_m, f.warps_n, sg, f.cm, f.cn, f.ck, a_load, b_load,
+      static_cast<uint32_t>(f32_terms(p, e))};
   VkPipeline pipeline = stream.device().pipelines().get(*shader, f.warps_m * f.warps_n * sg, spec);
   const AccessSet accesses = gemm_accesses(p);
   stream.dispatch(pipeline, gx, gy, gz, &push, sizeof(push), nullptr, 0, &accesses);
@@ -205,7 +222,9 @@ void record(Stream& stream, const Gemm& p, const Profile& f) {
 bool self_check(Stream& stream, int e, const Profile& shape, std::string* why) {
   constexpr int64_t M = 70, N = 52, K = 88;
   const DType dtype = kElements[e].dtype;
+  const int64_t esize = dtype_size(dtype);
   std::vector<uint16_t> a(M * K), b(K * N);
+  std::vector<float> af, bf;  // float32: the same values
   auto bfloat16_of_eighths = [](int v) {  // v / 8 as bfloat16 bits (exact: few mantissa bits)
     const float f = static_cast<float>(v) / 8.0f;
     uint32_t bits = 0;
@@ -226,6 +245,12 @@ bool self_check(Stream& stream, int e, const Profile& shape, std::string* why) {
   };
   for (int64_t i = 0; i < M * K; ++i) a[i] = half_of_eighths(static_cast<int>((i * 37) % 17) - 8);
   for (int64_t i = 0; i < K * N; ++i) b[i] = half_of_eighths(static_cast<int>((i * 11) % 13) - 6);
+  if (dtype == DType::Float32) {
+    for (int64_t i = 0; i < M * K; ++i) af.push_back(static_cast<float>((i * 37) % 17 - 8) / 8.0f);
+    for (int64_t i = 0; i < K * N; ++i) bf.push_back(static_cast<float>((i * 11) % 13 - 6) / 8.0f);
+  }
+  const void* a_data = af.empty() ? static_cast<const void*>(a.data()) : af.data();
+  const void* b_data = bf.empty() ? static_cast<const void*>(b.data()) : bf.data();
   Allocator& allocator = stream.device().allocator();
   const uint32_t sid = stream.id();
   std::vector<uint64_t> buffers;
@@ -235,25 +260,33 @@ bool self_check(Stream& stream, int e, const Profile& shape, std::string* why) {
   };
   bool ok = false;
   try {
-    const uint64_t da = allocate(a.size() * 2), db = allocate(b.size() * 2);
+    const uint64_t da = allocate(a.size() * esize), db = allocate(b.size() * esize);
     const uint64_t c1 = allocate(M * N * 4), c2 = allocate(M * N * 4);
-    stream.copy_from_host(a.data(), da, a.size() * 2);
-    stream.copy_from_host(b.data(), db, b.size() * 2);
+    stream.copy_from_host(a_data, da, a.size() * esize);
+    stream.copy_from_host(b_data, db, b.size() * esize);
     Gemm g;
     g.m = M, g.n = N, g.k = K;
     g.a = GemmMatrix{da, dtype, K, 1, 0};
     g.b = GemmMatrix{db, dtype, N, 1, 0};
     g.c = GemmMatrix{c1, DType::Float32, N, 1, 0};
-    Profile f;
-    if (!choose_profile(stream, g, shape, &f)) throw std::runtime_error("no profile fits");
-    record(stream, g, f);
     g.c.address = c2;
     record_portable(stream, g);
     std::vector<float> r1(M * N), r2(M * N);
-    stream.copy_to_host(c1, r1.data(), r1.size() * 4);
     stream.copy_to_host(c2, r2.data(), r2.size() * 4);
-    if (gemm_tuning().coopmat_fail_self_check) r1[M * N / 2] += 1.0f;
-    ok = std::memcmp(r1.data(), r2.data(), r1.size() * 4) == 0;
+    g.c.address = c1;
+    ok = true;
+    // float32: both conversions (rounded, and hi + lo parts), each its own pipeline.
+    for (auto inputs : {Gemm::Float32Inputs::BFloat16x3, Gemm::Float32Inputs::BFloat16}) {
+      g.float32_inputs = inputs;
+      Profile f;
+      if (!choose_profile(stream, g, shape, f32_terms(g, e), &f))
+        throw std::runtime_error("no profile fits");
+      record(stream, g, f);
+      stream.copy_to_host(c1, r1.data(), r1.size() * 4);
+      if (gemm_tuning().coopmat_fail_self_check) r1[M * N / 2] += 1.0f;
+      ok = ok && std::memcmp(r1.data(), r2.data(), r1.size() * 4) == 0;
+      if (dtype != DType::Float32) break;
+    }
     if (!ok) *why = "its result differs from the portable kernel's";
   } catch (const std::exception& e) {
     *why = e.what();
@@ -268,6 +301,7 @@ bool self_check(Stream& stream, int e, const Profile& shape, std::string* why) {
 bool try_gemm_coopmat(Stream& stream, const Gemm& p) {
   const int e = element_index(p.a.dtype);
   if (p.kind != ComputeKind::Float32 || p.k == 0 || e < 0 || p.b.dtype != p.a.dtype) return false;
+  if (e == 2 && p.float32_inputs == Gemm::Float32Inputs::Exact) return false;
   const bool emulated = emulating();
   if (!emulated) {
     const double macs = double(p.m) * double(p.n) * double(p.k) * double(p.batch);
@@ -276,7 +310,7 @@ bool try_gemm_coopmat(Stream& stream, const Gemm& p) {
   Profile shape;
   if (!available(stream, e, &shape)) return false;
   Profile f;
-  if (!choose_profile(stream, p, shape, &f)) return false;
+  if (!choose_profile(stream, p, shape, f32_terms(p, e), &f)) return false;
 
   Registry& r = registry();
   const std::pair<const Device*, int> key{&stream.device(), e};
@@ -328,7 +362,7 @@ const char* gemm_coopmat_state(Stream& stream, uint32_t shape[3], DType dtype) {
 void gemm_coopmat_forget_self_check(Stream& stream) {
   detail::Registry& r = detail::registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  for (int e = 0; e < 2; ++e) r.states.erase({&stream.device(), e});
+  for (int e = 0; e < detail::kElementCount; ++e) r.states.erase({&stream.device(), e});
 }
 
 }  // namespace tvk::kernels

@@ -119,6 +119,7 @@ struct Case {
   int64_t batch = 1, m = 1, n = 1, k = 1;
   double alpha = 1, beta = 0;
   int64_t ialpha = 1, ibeta = 0;
+  Gemm::Float32Inputs float32_inputs = Gemm::Float32Inputs::Exact;
 };
 
 // Runs C = alpha * A @ B + beta * bias (bias may be &c: in place) and compares every element
@@ -137,6 +138,7 @@ struct Case {
   if (bias) g.bias = bias->view();
   g.alpha = GemmScalar{cs.alpha, cs.ialpha};
   g.beta = GemmScalar{cs.beta, cs.ibeta};
+  g.float32_inputs = cs.float32_inputs;
   const bool integer = cs.kind == ComputeKind::Int32 || cs.kind == ComputeKind::Int64;
   // Reference (from the host mirrors, before C is overwritten).
   std::vector<V> want = c.host;
@@ -791,6 +793,57 @@ TEST_F(GemmKernel, CoopmatEmulatedBiasInPlaceNegativeStridesAndGridLoops) {
     }
     EXPECT_STREQ(last_gemm_algorithm(), "coopmat_emulated");
   }
+}
+
+// float32 A and B under set_float32_matmul_precision "high" (hi + lo bfloat16 parts, three
+// products: errors below ~2^-14 of each product) and "medium" (rounded to bfloat16) on the
+// emulated bfloat16 kernel: scalar and 16-byte loads along either axis, edges, a batch, and
+// values past bfloat16's largest finite one (3.39e38: "high" splits them without overflow).
+TEST_F(GemmKernel, CoopmatEmulatedFloat32Inputs) {
+  std::mt19937 rng(24);
+  // 32 x 32 x 16 with 2 x 1 subgroups: the lo tiles double the emulation's shared memory,
+  // which the automatic profile's tiles would take past lavapipe's 32 KiB.
+  use_coopmat_profile(kCoopmatProfiles[3]);
+  using F = Gemm::Float32Inputs;
+  for (F inputs : {F::BFloat16x3, F::BFloat16})
+    for (GemmShape s : {GemmShape{70, 52, 88}, GemmShape{33, 130, 17}})
+      for (const char* la : {"row", "col"})
+        for (const char* lb : {"row", "col"})
+          for (int64_t offset : {0, 1}) {  // 1: not 16-byte aligned
+            if (offset == 1 && la != lb) continue;
+            Mat a(DType::Float32, 2, s.m, s.k, la, 0, offset);
+            Mat b(DType::Float32, 2, s.k, s.n, lb, offset ? 3 : 0, 0, offset == 1);
+            Mat c(DType::Float32, 2, s.m, s.n);
+            a.fill_random(rng);
+            b.fill_random(rng);
+            c.fill_random(rng);
+            Case cs;
+            cs.batch = 2, cs.m = s.m, cs.n = s.n, cs.k = s.k;
+            cs.float32_inputs = inputs;
+            const bool three = inputs == F::BFloat16x3;
+            EXPECT_TRUE(run_case(cs, a, b, c, nullptr, three ? 1e-4 : 2e-2,
+                                 (three ? 2e-4 : 2e-2) * std::sqrt(double(s.k))))
+                << (three ? "high " : "medium ") << s.m << "x" << s.n << "x" << s.k << " A " << la
+                << " B " << lb << " offset " << offset;
+            EXPECT_STREQ(last_gemm_algorithm(), "coopmat_emulated");
+          }
+  // Beyond bfloat16's range: 3.3e38 rounds to bfloat16's finite maximum region, 3.399e38 (a
+  // float32 above bfloat16's largest finite value) would round to inf; "high" keeps it.
+  Mat a(DType::Float32, 1, 20, 24), b(DType::Float32, 1, 24, 18), c(DType::Float32, 1, 20, 18);
+  a.fill_random(rng);
+  b.fill_random(rng);
+  for (int64_t j = 0; j < 24; ++j) a.host[a.index(0, 3, j)] = j == 5 ? 3.399e38 : 0.0;
+  for (int64_t j = 0; j < 18; ++j) b.host[b.index(0, 5, j)] = 0.25;
+  a.upload();
+  b.upload();
+  Case cs;
+  cs.m = 20, cs.n = 18, cs.k = 24;
+  cs.float32_inputs = F::BFloat16x3;
+  EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-4, 1e-3)) << "3.399e38";
+  // Exact (the default, "highest"): float32 never takes the kernel.
+  cs.float32_inputs = F::Exact;
+  EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, 1e-3));
+  EXPECT_STRNE(last_gemm_algorithm(), "coopmat_emulated");
 }
 
 TEST_F(GemmKernel, CoopmatSelfCheckAndSwitches) {

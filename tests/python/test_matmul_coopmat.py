@@ -167,6 +167,40 @@ print("ok")
 """
 
 
+# float32 under torch.set_float32_matmul_precision: "high" and "medium" run the bfloat16 kernel
+# on converted operands (hi + lo parts and three products, or one rounded term), "highest" (the
+# default) never does. Errors against the float32 product: below ~2^-14 of each product for
+# "high" (TF32, what CUDA may use then, has 2^-10), bfloat16's for "medium".
+F32_SCRIPT = r"""
+import torch, torch_vk
+C = torch_vk._C
+torch.manual_seed(2)
+a, b = torch.randn(45, 70), torch.randn(70, 38)
+want = a.double() @ b.double()
+for precision, tol in (("high", 2e-3), ("medium", 6e-2), ("highest", 1e-4)):
+    torch.set_float32_matmul_precision(precision)
+    got = torch.mm(a.to("vk"), b.to("vk")).cpu().double()
+    torch.testing.assert_close(got, want, rtol=tol, atol=tol, msg=precision)
+    assert (C._last_gemm_algorithm() == "coopmat_emulated") == (precision != "highest"), precision
+    if precision == "high":
+        assert (got - want).abs().max() < 5e-3, (got - want).abs().max()
+        lin = torch.nn.Linear(70, 24)
+        x = torch.randn(3, 9, 70, requires_grad=True)
+        lv = torch.nn.Linear(70, 24).to("vk")
+        lv.load_state_dict(lin.state_dict())
+        xv = x.detach().to("vk").requires_grad_()
+        out, ref = lv(xv), lin(x)
+        torch.testing.assert_close(out.cpu(), ref, rtol=2e-3, atol=2e-3)
+        out.sum().backward()
+        ref.sum().backward()
+        torch.testing.assert_close(lv.weight.grad.cpu(), lin.weight.grad, rtol=2e-3, atol=2e-3)
+        torch.testing.assert_close(xv.grad.cpu(), x.grad, rtol=2e-3, atol=2e-3)
+assert C._gemm_coopmat_state(dtype="float32")[0] == "passed"
+assert C._validation_error_count() == 0, C._validation_messages()[-5:]
+print("ok")
+"""
+
+
 def run_script(env_extra, emulated, state, script=SCRIPT):
     env = dict(os.environ, TORCH_VK_FALLBACK="error", **env_extra)
     env["PYTHONPATH"] = os.pathsep.join([HERE, env.get("PYTHONPATH", "")])
@@ -184,6 +218,11 @@ def test_emulated_kernel_and_self_check():
         "failed check": run_script({"TORCH_VK_GEMM_COOPMAT": "emulate",
                                     "TORCH_VK_GEMM_COOPMAT_SELF_CHECK": "fail"}, False, "failed"),
         "bfloat16": run_script({"TORCH_VK_GEMM_COOPMAT": "emulate"}, True, "passed", BF16_SCRIPT),
+        # A small forced tile: with its lo tiles "high" exceeds lavapipe's shared memory in the
+        # emulation's 32-bit words at the automatic profile.
+        "float32": run_script({"TORCH_VK_GEMM_COOPMAT": "emulate",
+                               "TORCH_VK_GEMM_COOPMAT_TILE": "32,32,16,2,1"}, True, "passed",
+                              F32_SCRIPT),
     }
     outputs = {name: run.communicate(timeout=600)[0] for name, run in runs.items()}
     for name, run in runs.items():

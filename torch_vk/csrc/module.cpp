@@ -379,16 +379,19 @@ PYBIND11_MODULE(_C, m) {
     return table;
   });
   // ---- the cooperative-matrix GEMM (src/kernels/gemm.h) ----
-  // (state, shape) for float16 (default) or bfloat16 ("bfloat16") A / B.
+  // (state, shape) for float16 (default), bfloat16 or float32 (converted to bfloat16 under
+  // set_float32_matmul_precision "high" / "medium") A / B.
   m.def("_gemm_coopmat_state", [](int index, const std::string& dtype) {
     uint32_t shape[3];
-    if (dtype != "float16" && dtype != "bfloat16") {
-      PyErr_SetString(PyExc_ValueError, "dtype must be 'float16' or 'bfloat16'");
+    using tvk::kernels::DType;
+    if (dtype != "float16" && dtype != "bfloat16" && dtype != "float32") {
+      PyErr_SetString(PyExc_ValueError, "dtype must be 'float16', 'bfloat16' or 'float32'");
       throw py::error_already_set();
     }
-    const char* state = tvk::kernels::gemm_coopmat_state(
-        current_stream(index), shape,
-        dtype == "bfloat16" ? tvk::kernels::DType::BFloat16 : tvk::kernels::DType::Float16);
+    const DType dt = dtype == "bfloat16" ? DType::BFloat16
+                     : dtype == "float32" ? DType::Float32
+                                          : DType::Float16;
+    const char* state = tvk::kernels::gemm_coopmat_state(current_stream(index), shape, dt);
     return py::make_tuple(std::string(state), py::make_tuple(shape[0], shape[1], shape[2]));
   }, py::arg("device") = -1, py::arg("dtype") = "float16");
   // The embedded SPIR-V of shader variant `name` (bytes), None when this build lacks it.
