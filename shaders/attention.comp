@@ -6,6 +6,11 @@
 // excluded (-inf) when j > i with is_causal (top-left aligned, like torch.tril), where a
 // boolean mask is false, and the float mask value is added otherwise. A row without any
 // allowed key gives out = 0 (and lse = -inf), like PyTorch's math path (_safe_softmax).
+// Dropout (flags bit 2): out[b,h,i,:] = sum_j softmax_j(s_ij) z_ij v[b,hk,j,:] with z_ij =
+// keep_ij / (1 - dropout_p), keep_ij drawn from Philox by (seed, offset, row, key) (see
+// attention_dropout_keep in attention_mask.glsl): the running sum l takes every
+// probability, the accumulator only the kept ones, and 1 / (1 - dropout_p) (drop_scale, 1
+// without dropout) is applied with the normalization. lse stays the undropped softmax's.
 //
 // Work split: one workgroup per (b * h, tile of BR query rows); TPR invocations per row, each
 // owning every TPR-th element of the head dim (its slice of q and of the output accumulator
@@ -41,7 +46,8 @@
 // Variant PROBS (the backward's recomputation): scores [b, h, i, j] (float32, contiguous,
 // q . k^T from a GEMM) are turned in place into the probabilities
 //   p_ij = exp(scale * scores_ij + bias_ij - lse[b,h,i])   (0 where excluded, as above, and in
-//   rows whose lse is -inf), one invocation per element.
+//   rows whose lse is -inf), one invocation per element; with dropout (flags bit 2, `dropped`
+//   != 0) also p_ij * z_ij at `dropped` (same layout).
 //
 // Built per head-dim bound (DMAX: the largest head dim of q / k and of v) by
 // tools/build_shaders.py from attention.variants.toml. The launcher (src/kernels/attention.cpp)
@@ -94,13 +100,18 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Par
   int o_sb, o_sh, o_sl;                    // 84
   int m_sb, m_sh, m_sl, m_ss;              // 96 mask strides (0: broadcast)
   int heads, group, L, S, E, Ev;           // 112
-  int dtype, mask_dtype, flags;            // 136 (flags: 1 causal, 2 mask)
+  int dtype, mask_dtype, flags;            // 136 (flags: 1 causal, 2 mask, 4 dropout)
   float scale;                             // 148
   int batch;                               // 152
   int pad_;                                // 156
   uint64_t state;                          // 160 ROWS split state (0: none)
   int row_begin, row_end, j_begin, j_end;  // 168 ROWS: rows and keys of this dispatch
-};                                         // 184 bytes
+  uvec2 drop_seed;                         // 184 dropout: Philox key
+  uvec2 drop_counter;                      // 192 dropout: Philox counter words 2, 3
+  uint drop_threshold;                     // 200 dropout: a key is kept below this
+  float drop_scale;                        // 204 1 / (1 - dropout_p); 1 without dropout
+  uint64_t dropped;                        // 208 PROBS: p * z written here (0: none)
+};                                         // 216 bytes
 
 layout(push_constant) uniform Push { uint64_t params; } pc;
 
@@ -127,7 +138,13 @@ void main() {
     float x = RefF32(tvk_elem_addr(P.o, int(idx), 2)).v * P.scale;
     const float lse = RefF32(tvk_elem_addr(P.lse, int(r), 2)).v;
     const bool zero = excluded(P, b, h, i, j, x) || lse == NEG_INF;
-    RefF32(tvk_elem_addr(P.o, int(idx), 2)).v = zero ? 0.0 : tvk_exp(x - lse);
+    const float prob = zero ? 0.0 : tvk_exp(x - lse);
+    RefF32(tvk_elem_addr(P.o, int(idx), 2)).v = prob;
+    if ((P.flags & 4) != 0 && P.dropped != 0ul) {
+      const uvec4 block = attention_dropout_block(P.drop_seed, P.drop_counter, int(r), j);
+      const bool keep = attention_dropout_keep(block, P.drop_threshold, j);
+      RefF32(tvk_elem_addr(P.dropped, int(idx), 2)).v = keep ? prob * P.drop_scale : 0.0;
+    }
   }
 }
 #elif COMBINE
@@ -159,7 +176,8 @@ void main() {
     if (d == Ev) {
       store_f32(P.lse, DT_FLOAT32, r, l > 0.0 ? mx + tvk_log(l) : NEG_INF);
     } else {
-      store_f32(P.o, P.dtype, b * P.o_sb + h * P.o_sh + i * P.o_sl + d, l > 0.0 ? acc / l : 0.0);
+      store_f32(P.o, P.dtype, b * P.o_sb + h * P.o_sh + i * P.o_sl + d,
+                l > 0.0 ? acc / l * P.drop_scale : 0.0);
     }
   }
 }
@@ -178,6 +196,7 @@ void main() {
   const bool vec_qk = (SPEC_VEC & 1) != 0, vec_v = (SPEC_VEC & 2) != 0;
   const bool vec_out = (SPEC_VEC & 4) != 0;
   const bool causal = (P.flags & 1) != 0, has_mask = (P.flags & 2) != 0;
+  const bool dropout = (P.flags & 4) != 0;
   const int L = P.L, S = P.S;
   const uint rows = uint(P.row_end);
   const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
@@ -208,6 +227,8 @@ void main() {
     const int v_base = b * P.v_sb + hk * P.v_sh;
     const int m_base = b * P.m_sb + h * P.m_sh + i * P.m_sl;
     const int kv_end = min(causal ? min(S, i + 1) : S, P.j_end);
+    int drop_q = -1;  // the group of 4 keys whose dropout numbers drop_bits holds
+    uvec4 drop_bits = uvec4(0u);
     for (int j = P.j_begin; j < kv_end; ++j) {
       float bias = 0.0;
       if (has_mask) {
@@ -233,6 +254,13 @@ void main() {
       }
       const float p = tvk_exp(x - m);
       l += p;
+      if (dropout) {
+        if ((j >> 2) != drop_q) {
+          drop_q = j >> 2;
+          drop_bits = attention_dropout_block(P.drop_seed, P.drop_counter, int(r), j);
+        }
+        if (!attention_dropout_keep(drop_bits, P.drop_threshold, j)) continue;  // no v load
+      }
       const int vj = v_base + j * P.v_sl;
       [[unroll]] for (int c = 0; c < C4; ++c)
         if (4 * c < Ev) acc[c] += p * load_row4(P.v, dt, vj, c, Ev, vec_v);
@@ -242,7 +270,7 @@ void main() {
       [[unroll]] for (int c = 0; c < C4; ++c) st.v[st_base + 1 + c] = acc[c];
       continue;
     }
-    const float inv = l > 0.0 ? 1.0 / l : 0.0;
+    const float inv = l > 0.0 ? P.drop_scale / l : 0.0;
     const int o_base = b * P.o_sb + h * P.o_sh + i * P.o_sl;
     [[unroll]] for (int c = 0; c < C4; ++c) {
       const vec4 o = acc[c] * inv;
@@ -274,7 +302,8 @@ void main() {
   const int i = int(gl_WorkGroupID.x) * BR + row;
   const bool valid = i < P.L;
   const int E = P.E, Ev = P.Ev, S = P.S, dt = P.dtype;
-  const bool causal = (P.flags & 1) != 0;
+  const bool causal = (P.flags & 1) != 0, dropout = (P.flags & 4) != 0;
+  const int drop_row = bh * P.L + i;
 
   float qr[SLICE];
   float acc[SLICE];
@@ -333,9 +362,15 @@ void main() {
       const float corr = tvk_exp(m - m_new);  // 0 when m was -inf
       l *= corr;
       for (int c = 0; c < SLICE; ++c) acc[c] *= corr;
+      uvec4 drop_bits = uvec4(0u);
       for (int jj = 0; jj < BC; ++jj) {
-        const float p = tvk_exp(s[jj] - m_new);
+        float p = tvk_exp(s[jj] - m_new);
         l += p;
+        if (dropout) {  // j0 is a multiple of 4: every group of 4 keys starts at jj % 4 == 0
+          if ((jj & 3) == 0)
+            drop_bits = attention_dropout_block(P.drop_seed, P.drop_counter, drop_row, j0 + jj);
+          if (!attention_dropout_keep(drop_bits, P.drop_threshold, j0 + jj)) p = 0.0;
+        }
         for (int c = 0; c < SLICE; ++c) {
           const int d = c * TPR + lane;
           if (d < Ev) acc[c] += p * Vs[jj][d];
@@ -358,7 +393,7 @@ void main() {
     }
     return;
   }
-  const float inv = l > 0.0 ? 1.0 / l : 0.0;
+  const float inv = l > 0.0 ? P.drop_scale / l : 0.0;
   const int o_base = b * P.o_sb + h * P.o_sh + i * P.o_sl;
   for (int c = 0; c < SLICE; ++c) {
     const int d = c * TPR + lane;

@@ -4,13 +4,17 @@
 // from two passes without float atomics:
 //   p_ij  = exp(scale * q_i . k_j + bias_ij - lse_i)       (0 where excluded, or lse_i = -inf)
 //   D_i   = dO_i . O_i
-//   ds_ij = p_ij * (dO_i . v_j - D_i)
+//   ds_ij = p_ij * (z_ij * dO_i . v_j - D_i)
+// z_ij: dropout's keep_ij / (1 - dropout_p) (flags bit 4, regenerated from the forward's Philox
+// seed and offset: attention_dropout_keep in attention_mask.glsl), 1 without dropout. D_i is
+// the same either way (dO_i . O_i = sum_j p_ij z_ij dO_i . v_j).
 //   DQ pass  (one workgroup per (b * h, tile of BR query rows); keys / values stream through
 //            shared memory in tiles of BC): dq_i = scale * sum_j ds_ij k_j, and D_i written
 //            for the second pass.
 //   DKV pass (one workgroup per (b * hk, tile of BC key rows); queries / output gradients
 //            stream through shared memory in tiles of BR, over every query head of the key
-//            head, hk = h / group): dv_j = sum_(h, i) p_ij dO_i, dk_j = scale * sum ds_ij q_i.
+//            head, hk = h / group): dv_j = sum_(h, i) p_ij z_ij dO_i,
+//            dk_j = scale * sum ds_ij q_i.
 //            Each key's gradients are summed by its own invocations: GQA needs no reduction
 //            pass and no atomics.
 // TPR invocations per row own every TPR-th element of the head dim (slices in registers);
@@ -58,10 +62,14 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Bwd
   int dv_sb, dv_sh, dv_sl;                              // 172
   int m_sb, m_sh, m_sl, m_ss;                           // 184 mask strides (0: broadcast)
   int batch, heads, group, L, S, E, Ev;                 // 200
-  int dtype, mask_dtype, flags;                         // 228 (flags: 1 causal, 2 mask)
+  int dtype, mask_dtype, flags;                         // 228 (flags: 1 causal, 2 mask, 4 dropout)
   float scale;                                          // 240
   int pad0;                                             // 244
-};                                                      // 248 bytes
+  uvec2 drop_seed;                                      // 248 dropout: Philox key
+  uvec2 drop_counter;                                   // 256 dropout: Philox counter words 2, 3
+  uint drop_threshold;                                  // 264 dropout: a key is kept below this
+  float drop_scale;                                     // 268 1 / (1 - dropout_p)
+};                                                      // 272 bytes
 
 layout(push_constant) uniform Push { uint64_t params; } pc;
 
@@ -72,17 +80,32 @@ bool excluded(BwdParams P, int b, int h, int i, int j, inout float x) {
                             b * P.m_sb + h * P.m_sh + i * P.m_sl + j * P.m_ss, i, j, x);
 }
 
-// p_ij and ds_ij from the summed dot products (s = q . k, dp = dO . v).
+// p_ij z_ij (pz) and ds_ij from the summed dot products (s = q . k, dp = dO . v); `z`: z_ij
+// (1 without dropout).
 void probability(BwdParams P, bool live, int b, int h, int i, int j, float s, float dp,
-                 float lse, float d_i, out float p, out float ds) {
+                 float lse, float d_i, float z, out float pz, out float ds) {
   float x = P.scale * s;
   if (!live || lse == NEG_INF || excluded(P, b, h, i, j, x) || x == NEG_INF) {
-    p = 0.0;
+    pz = 0.0;
     ds = 0.0;
     return;
   }
-  p = tvk_exp(x - lse);
-  ds = p * (dp - d_i);
+  const float p = tvk_exp(x - lse);
+  pz = p * z;
+  ds = p * (z * dp - d_i);
+}
+
+// z_ij of row r = bh * L + i, key j; `bits` caches the Philox block of keys 4 (j / 4) ..
+// (rows r of `bits_row`, the group `bits_q`).
+float dropout_factor(BwdParams P, int r, int j, inout int bits_row, inout int bits_q,
+                     inout uvec4 bits) {
+  if ((P.flags & 4) == 0) return 1.0;
+  if (r != bits_row || (j >> 2) != bits_q) {
+    bits_row = r;
+    bits_q = j >> 2;
+    bits = attention_dropout_block(P.drop_seed, P.drop_counter, r, j);
+  }
+  return attention_dropout_keep(bits, P.drop_threshold, j) ? P.drop_scale : 0.0;
 }
 
 #if !DKV
@@ -125,6 +148,8 @@ void main() {
 
   const int k_base = b * P.k_sb + hk * P.k_sh;
   const int v_base = b * P.v_sb + hk * P.v_sh;
+  int bits_row = -1, bits_q = -1;
+  uvec4 bits = uvec4(0u);
   int kv_end = S;  // keys past the tile's last row are all excluded under is_causal
   if ((P.flags & 1) != 0) kv_end = min(S, int(gl_WorkGroupID.x) * BR + BR);
   for (int j0 = 0; j0 < kv_end; j0 += BC) {
@@ -156,8 +181,9 @@ void main() {
         dp += Dp[row][t][jj];
       }
       const int j = j0 + jj;
-      float p, ds;
-      probability(P, valid && j < S, b, h, i, j, s, dp, lse, d_i, p, ds);
+      const float z = dropout_factor(P, r, j, bits_row, bits_q, bits);
+      float pz, ds;
+      probability(P, valid && j < S, b, h, i, j, s, dp, lse, d_i, z, pz, ds);
       if (ds == 0.0) continue;
       for (int c = 0; c < SLICE; ++c)
         if (c * TPR + lane < E) dq[c] += ds * Ks[jj][c * TPR + lane];
@@ -200,6 +226,8 @@ void main() {
     dk[c] = 0.0;
     dv[c] = 0.0;
   }
+  int bits_row = -1, bits_q = -1;
+  uvec4 bits = uvec4(0u);
   // Under is_causal, queries before the tile's first key see none of its keys.
   const int i_begin = (P.flags & 1) != 0 ? j_tile / BR * BR : 0;
   for (int g = 0; g < P.group; ++g) {
@@ -241,12 +269,13 @@ void main() {
           dp += Dp[row][t][ii];
         }
         const int i = i0 + ii;
-        float p, ds;
-        probability(P, valid && i < L, b, h, i, j, s, dp, Ls[ii], Ds[ii], p, ds);
-        if (p == 0.0) continue;
+        const float z = dropout_factor(P, bh * L + i, j, bits_row, bits_q, bits);
+        float pz, ds;
+        probability(P, valid && i < L, b, h, i, j, s, dp, Ls[ii], Ds[ii], z, pz, ds);
+        if (pz == 0.0 && ds == 0.0) continue;
         for (int c = 0; c < SLICE; ++c) {
           const int d = c * TPR + lane;
-          if (d < Ev) dv[c] += p * Os[ii][d];
+          if (d < Ev) dv[c] += pz * Os[ii][d];
           if (d < E) dk[c] += ds * Qs[ii][d];
         }
       }

@@ -88,16 +88,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer FlagWord { u
 #endif
 
 // ---------------------------------------------------------------- Philox4x32-10
-uvec4 philox(uvec4 ctr, uvec2 key) {
-  for (int r = 0; r < 10; ++r) {
-    uint hi0, lo0, hi1, lo1;
-    umulExtended(0xD2511F53u, ctr.x, hi0, lo0);
-    umulExtended(0xCD9E8D57u, ctr.z, hi1, lo1);
-    ctr = uvec4(hi1 ^ ctr.y ^ key.x, lo1, hi0 ^ ctr.w ^ key.y, lo0);
-    key += uvec2(0x9E3779B9u, 0xBB67AE85u);
-  }
-  return ctr;
-}
+#include "philox.glsl"
 
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer PhiloxBlock {
   uvec2 seed;

@@ -13,9 +13,16 @@
 //     dtype, one element-wise dispatch over the mask's own, unbroadcast shape); the Rows
 //     kernel skips -inf keys as it skips false ones, so only that small dispatch remains. Float
 //     masks of any kernel dtype are read as they are (no conversion to q's dtype).
+//     Dropout (0 < dropout_p < 1) runs in the same kernels: the forward reserves Philox
+//     counters from the device's default generator (as CUDA's flash attention does from its
+//     own) and returns (seed, offset) as philox_seed / philox_offset (CPU int64 scalars);
+//     the backward regenerates the same keep decisions from them (src/kernels/attention.h,
+//     AttentionDropout).
 //   * math -> PyTorch's composite math path (matmul, softmax, ...: all native on vk) for what
-//     the kernel does not cover: dropout, float64, head dims above 256, nested tensors,
-//     masks that do not broadcast to [batch, heads, L, S], mismatched batch dims, ...
+//     the kernel does not cover: float64, head dims above 256, nested tensors, masks that do
+//     not broadcast to [batch, heads, L, S], mismatched batch dims, dropout while the stream
+//     captures a graph (the kernels take the seed and offset as values, not from the graph's
+//     Philox block), dropout_p outside [0, 1), ...
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/SDPBackend.h>
@@ -29,9 +36,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <mutex>
 
+#include "aten/generator.h"
 #include "aten/vk_common.h"
 #include "kernels/attention.h"
+#include "runtime/stream.h"
 
 namespace tvk::aten {
 namespace {
@@ -60,7 +70,8 @@ bool fused_supports(const at::Tensor& q, const at::Tensor& k, const at::Tensor& 
                     const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
                     bool enable_gqa) {
   if (q.is_nested() || k.is_nested() || v.is_nested()) return false;
-  if (dropout_p > 0.0) return false;
+  if (!(dropout_p >= 0.0 && dropout_p < 1.0)) return false;
+  if (dropout_p > 0.0 && current_stream(q.device().index()).capture_graph()) return false;
   if (q.dim() != k.dim() || q.dim() != v.dim() || (q.dim() != 3 && q.dim() != 4)) return false;
   for (const at::Tensor* t : {&q, &k, &v})
     if (t->device() != q.device() || t->layout() != at::kStrided) return false;
@@ -136,7 +147,8 @@ fused_attention_forward(const at::Tensor& query, const at::Tensor& key, const at
               query.dim(), "-D");
   TORCH_CHECK(key.dim() == query.dim() && value.dim() == query.dim(), op,
               ": query, key and value must have the same number of dims");
-  TORCH_CHECK(dropout_p == 0.0, op, ": dropout is not supported by the fused vk kernel");
+  TORCH_CHECK(dropout_p >= 0.0 && dropout_p < 1.0, op, ": dropout_p must be in [0, 1), got ",
+              dropout_p);
   TORCH_CHECK(!return_debug_mask, op, ": return_debug_mask is not supported");
   TORCH_CHECK(is_kernel_dtype(query.scalar_type()) && key.scalar_type() == query.scalar_type() &&
                   value.scalar_type() == query.scalar_type(),
@@ -172,6 +184,15 @@ fused_attention_forward(const at::Tensor& query, const at::Tensor& key, const at
   p.Ev = Ev;
   p.scale = static_cast<float>(scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(E)));
   p.causal = is_causal;
+  if (dropout_p > 0.0) {
+    const c10::DeviceIndex index = query.device().index();
+    TORCH_CHECK(!current_stream(index).capture_graph(), op,
+                ": dropout is not supported while capturing a graph (the math path is)");
+    auto* gen = at::get_generator_or_default<VkGeneratorImpl>(std::nullopt, default_generator(index));
+    std::lock_guard<std::mutex> lock(gen->mutex_);
+    const auto [seed, offset] = gen->philox_engine_inputs(kernels::kAttentionDropoutCounters);
+    p.dropout = {dropout_p, seed, offset};
+  }
   at::Tensor mask;
   if (attn_bias.has_value() && attn_bias->defined()) {
     at::Tensor bias = *attn_bias;
@@ -204,6 +225,7 @@ fused_attention_forward(const at::Tensor& query, const at::Tensor& key, const at
     translate_errors([&] { kernels::attention_forward(stream, p); });
     if (!direct) out.copy_(target);
   }
+  // (seed, offset) as CPU int64 scalars (their bits), for the backward.
   const auto seed_options = at::TensorOptions().dtype(at::kLong);
   return {out,
           lse,
@@ -211,8 +233,8 @@ fused_attention_forward(const at::Tensor& query, const at::Tensor& key, const at
           at::Tensor(),
           c10::SymInt(L),
           c10::SymInt(S),
-          at::empty({}, seed_options),
-          at::empty({}, seed_options),
+          at::scalar_tensor(static_cast<int64_t>(p.dropout.seed), seed_options),
+          at::scalar_tensor(static_cast<int64_t>(p.dropout.offset), seed_options),
           at::empty({0}, query.options())};
 }
 
@@ -232,8 +254,9 @@ bool fused_backward_wanted(tvk::Stream& stream) {
 bool fused_backward(const char* op, const at::Tensor& query, const at::Tensor& key,
                     const at::Tensor& value, const at::Tensor& grad_out, const at::Tensor& out,
                     const at::Tensor& logsumexp, const at::Tensor& attn_bias, bool is_causal,
-                    double scale, std::array<bool, 4> grad_input_mask, at::Tensor& dq,
-                    at::Tensor& dk, at::Tensor& dv) {
+                    double scale, const kernels::AttentionDropout& dropout,
+                    std::array<bool, 4> grad_input_mask, at::Tensor& dq, at::Tensor& dk,
+                    at::Tensor& dv) {
   const c10::DeviceGuard guard(query.device());
   tvk::Stream& stream = current_stream(query.device().index());
   if (!fused_backward_wanted(stream)) return false;
@@ -255,6 +278,7 @@ bool fused_backward(const char* op, const at::Tensor& query, const at::Tensor& k
   p.batch = B, p.heads = H, p.group = H / Hk, p.L = L, p.S = S, p.E = E, p.Ev = Ev;
   p.scale = static_cast<float>(scale);
   p.causal = is_causal;
+  p.dropout = dropout;
   if (!kernels::attention_backward_supported(stream, bp)) return false;
   at::Tensor mask;
   if (attn_bias.defined()) {
@@ -317,10 +341,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
     const at::Tensor& value, const at::Tensor& attn_bias, std::array<bool, 4> grad_input_mask,
     const at::Tensor& out, const at::Tensor& logsumexp, const at::Tensor& /*cum_seq_q*/,
     const at::Tensor& /*cum_seq_k*/, int64_t /*max_q*/, int64_t /*max_k*/, double dropout_p,
-    bool is_causal, const at::Tensor& /*philox_seed*/, const at::Tensor& /*philox_offset*/,
+    bool is_causal, const at::Tensor& philox_seed, const at::Tensor& philox_offset,
     std::optional<double> scale) {
   const char* op = "_scaled_dot_product_fused_attention_overrideable_backward";
-  TORCH_CHECK(dropout_p == 0.0, op, ": dropout is not supported by the fused vk kernel");
+  TORCH_CHECK(dropout_p >= 0.0 && dropout_p < 1.0, op, ": dropout_p must be in [0, 1), got ",
+              dropout_p);
+  kernels::AttentionDropout dropout;
+  if (dropout_p > 0.0) {
+    // The forward's (seed, offset): CPU int64 scalars.
+    for (const at::Tensor* t : {&philox_seed, &philox_offset})
+      TORCH_CHECK(t->defined() && t->numel() == 1 && t->device().is_cpu() &&
+                      t->scalar_type() == at::kLong,
+                  op, ": with dropout, philox_seed and philox_offset must be the forward's "
+                  "CPU int64 scalars");
+    dropout = {dropout_p, static_cast<uint64_t>(philox_seed.item<int64_t>()),
+               static_cast<uint64_t>(philox_offset.item<int64_t>())};
+  }
   TORCH_CHECK(query.dim() == 3 || query.dim() == 4, op, ": query must be 3-D or 4-D");
   const bool three_d = query.dim() == 3;
   auto as4 = [&](const at::Tensor& t) { return three_d ? t.unsqueeze(0) : t; };
@@ -332,7 +368,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
     const double sc0 = scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(query.size(-1)));
     at::Tensor dq0, dk0, dv0;
     if (fused_backward(op, query, key, value, grad_out, out, logsumexp, attn_bias, is_causal, sc0,
-                       grad_input_mask, dq0, dk0, dv0))
+                       dropout, grad_input_mask, dq0, dk0, dv0))
       return {dq0, dk0, dv0, at::Tensor()};
   }
   const at::Tensor q = opmath(as4(query)), k = opmath(as4(key)), v = opmath(as4(value));
@@ -356,6 +392,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   p.S = S;
   p.scale = static_cast<float>(sc);
   p.causal = is_causal;
+  p.dropout = dropout;
   p.q.dtype = kernels::DType::Float32;
   at::Tensor mask;
   if (attn_bias.defined()) {
@@ -371,18 +408,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   }
   const at::Tensor lse = logsumexp.to(at::kFloat).contiguous();
   p.lse = operand(lse, op);
+  // With dropout, Pd = P * z (z = keep / (1 - dropout_p), the forward's decisions) beside P.
+  const at::Tensor Pd = dropout.p > 0.0 ? at::empty_like(P) : P;
   {
     const c10::DeviceGuard guard(query.device());
     tvk::Stream& stream = current_stream(query.device().index());
     if (P.numel() > 0)
-      translate_errors([&] { kernels::attention_probabilities(stream, p, operand(P, op)); });
+      translate_errors([&] {
+        kernels::attention_probabilities(stream, p, operand(P, op), operand(Pd, op));
+      });
   }
 
   at::Tensor dq, dk, dv, dbias;
-  const at::Tensor dv_e = at::matmul(P.transpose(-2, -1), dO);           // [B, H, S, Ev]
-  const at::Tensor dP = at::matmul(dO, ve.transpose(-2, -1));            // [B, H, L, S]
+  const at::Tensor dv_e = at::matmul(Pd.transpose(-2, -1), dO);          // [B, H, S, Ev]
+  const at::Tensor dPd = at::matmul(dO, ve.transpose(-2, -1));           // [B, H, L, S]
   const at::Tensor Dr = (dO * O).sum(-1, /*keepdim=*/true);              // [B, H, L, 1]
-  const at::Tensor dS = P * (dP - Dr);                                   // d(scores)
+  // d(scores) = P * (z * dPd - D): Pd * dPd - P * D with dropout, P * (dPd - D) without.
+  const at::Tensor dS = dropout.p > 0.0 ? Pd * dPd - P * Dr : P * (dPd - Dr);
   auto reduce_heads = [&](const at::Tensor& t) {
     if (G == 1) return t;
     return t.reshape({B, Hk, G, t.size(2), t.size(3)}).sum(2);

@@ -42,8 +42,12 @@ struct AttentionParams {
   int32_t pad;
   uint64_t state;  // Rows split: running (m, l, acc) of the row block (0: single pass)
   int32_t row_begin, row_end, j_begin, j_end;
+  uint32_t drop_seed[2], drop_counter[2];  // dropout (flags bit 2): Philox key and counter
+  uint32_t drop_threshold;                 // a key is kept when its number is below this
+  float drop_scale;                        // 1 / (1 - p); 1 without dropout
+  uint64_t dropped;                        // Probs: p * z written here (0: none)
 };
-static_assert(sizeof(AttentionParams) == 184);
+static_assert(sizeof(AttentionParams) == 216);
 
 // Mirrors `BwdParams` in shaders/attention_backward.comp (std430).
 struct AttentionBackwardParams {
@@ -61,8 +65,29 @@ struct AttentionBackwardParams {
   int32_t dtype, mask_dtype, flags;
   float scale;
   int32_t pad0;
+  uint32_t drop_seed[2], drop_counter[2];
+  uint32_t drop_threshold;
+  float drop_scale;
 };
-static_assert(sizeof(AttentionBackwardParams) == 248);
+static_assert(sizeof(AttentionBackwardParams) == 272);
+
+// The dropout fields shared by both parameter blocks: Philox key = seed, counter words 2, 3 =
+// offset / 4 (the generator's contract, src/aten/generator.h); flags bit 2 when p > 0.
+template <typename Params>
+void fill_dropout(Params& a, const AttentionDropout& d, const char* where) {
+  a.drop_scale = 1.0f;
+  if (d.p == 0.0) return;
+  if (!(d.p > 0.0 && d.p < 1.0)) invalid(where, "dropout probability must be in [0, 1)");
+  if (d.offset % 4 != 0) invalid(where, "dropout offset must be a multiple of 4");
+  const uint64_t counter = d.offset / 4;
+  a.drop_seed[0] = static_cast<uint32_t>(d.seed), a.drop_seed[1] = static_cast<uint32_t>(d.seed >> 32);
+  a.drop_counter[0] = static_cast<uint32_t>(counter);
+  a.drop_counter[1] = static_cast<uint32_t>(counter >> 32);
+  // Kept when the 32-bit number is below (1 - p) * 2^32: probability within 2^-32 of 1 - p.
+  a.drop_threshold = static_cast<uint32_t>(std::min(4294967295.0, std::floor((1.0 - d.p) * 4294967296.0)));
+  a.drop_scale = static_cast<float>(1.0 / (1.0 - d.p));
+  a.flags |= 4;
+}
 
 void check_operand(const Operand& op, const char* what) {
   check_dtype(kWhere, op.dtype, what);
@@ -148,6 +173,7 @@ void fill_common(AttentionParams& a, const AttentionForward& p) {
   a.mask_dtype = static_cast<int32_t>(has_mask ? p.mask.dtype : DType::Bool);
   a.flags = (p.causal ? 1 : 0) | (has_mask ? 2 : 0);
   a.scale = p.scale;
+  fill_dropout(a, p.dropout, kWhere);
 }
 
 // Rows: one invocation per query row over the flattened [batch, heads, L] rows (grid-stride).
@@ -372,7 +398,8 @@ void attention_forward(Stream& stream, const AttentionForward& p) {
   allocator.free(state);  // stream order: a later reuse runs after these dispatches
 }
 
-void attention_probabilities(Stream& stream, const AttentionForward& p, Operand scores) {
+void attention_probabilities(Stream& stream, const AttentionForward& p, Operand scores,
+                             Operand dropped) {
   constexpr const char* where = "tvk::kernels::attention_probabilities";
   if (p.batch < 0 || p.heads < 0 || p.L < 0 || p.S < 0) invalid(where, "negative size");
   const int64_t total = p.batch * p.heads * p.L * p.S;
@@ -385,14 +412,21 @@ void attention_probabilities(Stream& stream, const AttentionForward& p, Operand 
   check_mask(p);
   const ShaderBinary* shader = find_shader("attention.probs");
   if (!shader) invalid(where, "no shader variant 'attention.probs' (stale build?)");
+  const bool dropout = p.dropout.p != 0.0;
+  if (dropout) {
+    check_operand(dropped, "dropped");
+    if (dropped.dtype != DType::Float32) invalid(where, "dropped must be float32");
+  }
   AttentionParams a{};
   a.out = scores.address;
   fill_common(a, p);
+  a.dropped = dropout ? dropped.address : 0;
   const uint64_t params = stream.upload_params(&a, sizeof a);
   VkPipeline pipeline = stream.device().pipelines().get(*shader, 256);
   AccessSet accesses;  // the scores are rewritten in place
   add_dense(accesses, scores.address, scores.dtype, total, false);
   add_dense(accesses, scores.address, scores.dtype, total, true);
+  if (dropout) add_dense(accesses, dropped.address, DType::Float32, total, true);
   add_dense(accesses, p.lse.address, DType::Float32, p.batch * p.heads * p.L, false);
   add_mask(accesses, p);
   stream.dispatch(pipeline, group_count(stream, total, 256), 1, 1, &params, sizeof params, nullptr,
@@ -497,6 +531,7 @@ void attention_backward(Stream& stream, const AttentionBackward& problem) {
   a.mask_dtype = static_cast<int32_t>(has_mask ? p.mask.dtype : DType::Bool);
   a.flags = (p.causal ? 1 : 0) | (has_mask ? 2 : 0);
   a.scale = p.scale;
+  fill_dropout(a, p.dropout, kBackwardWhere);
 
   const int dmax = std::max(p.E, p.Ev) <= 64 ? 64 : 128;
   const std::string suffix = ".d" + std::to_string(dmax);

@@ -19,6 +19,18 @@ struct AttentionStrides {
   int64_t batch = 0, head = 0, row = 0;
 };
 
+// Dropout on the attention probabilities (p > 0): key j of row r = (b * heads + h) * L + i is
+// kept with probability 1 - p by a Philox number that depends only on (seed, offset, r, j)
+// (shaders/attention_mask.glsl), and the kept ones are scaled by 1 / (1 - p). The forward
+// kernels of both strategies, the fused backward and attention_probabilities regenerate the
+// same decisions. (seed, offset): the generator's for the launch, which reserves
+// kAttentionDropoutCounters counter values (offset a multiple of 4).
+struct AttentionDropout {
+  double p = 0.0;  // in [0, 1)
+  uint64_t seed = 0, offset = 0;
+};
+constexpr uint64_t kAttentionDropoutCounters = 4;
+
 struct AttentionForward {
   int64_t batch = 0, heads = 0, group = 1;  // group: q heads per k / v head (GQA)
   int64_t L = 0, S = 0, E = 0, Ev = 0;
@@ -32,6 +44,7 @@ struct AttentionForward {
   // the scores; -inf excludes the key).
   Operand mask{0, DType::Bool};
   int64_t mask_strides[4] = {0, 0, 0, 0};
+  AttentionDropout dropout;
 };
 
 // Largest head dim (E or Ev) the kernel supports.
@@ -75,9 +88,11 @@ void attention_forward(Stream& stream, const AttentionForward& problem);
 // The backward's recomputation, in place on `scores` (float32, contiguous [batch, heads, L, S],
 // holding q . k^T): p = exp(scale * scores + bias - lse) with the exclusions of the forward
 // pass (causal, boolean mask) and of rows whose lse is -inf giving 0. Uses batch, heads, L, S,
-// scale, causal, mask / mask_strides and lse (float32 [batch, heads, L]) of `problem`; q's
-// dtype only for a float mask's dtype.
-void attention_probabilities(Stream& stream, const AttentionForward& problem, Operand scores);
+// scale, causal, mask / mask_strides, dropout and lse (float32 [batch, heads, L]) of
+// `problem`; q's dtype only for a float mask's dtype. With dropout, `dropped` (float32, the
+// scores' layout, required) gets p * keep / (1 - dropout.p).
+void attention_probabilities(Stream& stream, const AttentionForward& problem, Operand scores,
+                             Operand dropped = {0, DType::Float32});
 
 // The fused backward (shaders/attention_backward.comp): the forward's problem (sizes, scale,
 // causal, mask, q, k, v, out = the forward's output O, lse = its logsumexp) and the gradients:
@@ -85,7 +100,8 @@ void attention_probabilities(Stream& stream, const AttentionForward& problem, Op
 // contiguous. Two passes recompute the probabilities from lse tile by tile (nothing of size
 // L x S is stored): dq (and D = rowsum(dO * O), in a float32 scratch buffer), then dk and dv
 // with every query head of a key head summed by the key's own invocations (GQA without
-// atomics). A float mask's gradient is not computed here.
+// atomics), dropout regenerated from forward.dropout. A float mask's gradient is not
+// computed here.
 struct AttentionBackward {
   AttentionForward forward;
   Operand grad_out, grad_q, grad_k, grad_v;

@@ -241,7 +241,8 @@ def test_backend_choice():
     math_ = torch._C._SDPBackend.MATH.value
     assert torch._fused_sdp_choice(q, q, q) == fused
     assert torch._fused_sdp_choice(q, q, q, is_causal=True) == fused
-    assert torch._fused_sdp_choice(q, q, q, dropout_p=0.5) == math_
+    assert torch._fused_sdp_choice(q, q, q, dropout_p=0.5) == fused  # test_attention_dropout.py
+    assert torch._fused_sdp_choice(q, q, q, dropout_p=1.0) == math_
     assert torch._fused_sdp_choice(q.double(), q.double(), q.double()) == math_
     head_256 = torch.zeros(1, 2, 4, 256, device=VK)
     assert torch._fused_sdp_choice(head_256, head_256, head_256) == fused
