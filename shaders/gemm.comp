@@ -49,6 +49,11 @@
 //     13 EXACT_GRID   1: the grid is exactly (column tiles, row tiles, batch), so each
 //                     workgroup runs one tile without the grid-stride loops (on lavapipe the
 //                     loop nest around the k loop costs ~20% more instructions)
+//     14 STAGES       tiled: 1 one shared buffer per operand, two barriers per K step; 2
+//                     double buffering: the next K step's tiles are fetched into registers
+//                     before the current step's products and stored to the other buffer
+//                     after them (global loads in flight during the arithmetic, one barrier
+//                     per K step; twice the shared memory)
 //   Texel (GEMM_TEXEL): the first 16 bytes hold int32 texel indices instead of the addresses
 //   of A and B: a_texel, b_texel, c_texel, bias_texel, the element (0, 0) of batch 0 of each
 //   operand in its segment's one-element views (set 0: 0 A as 4-element texels, 1 A as
@@ -113,6 +118,7 @@ layout(constant_id = 10) const int A_LOAD = 0;
 layout(constant_id = 11) const int B_LOAD = 0;
 layout(constant_id = 12) const int UNIT = 0;
 layout(constant_id = 13) const int EXACT_GRID = 0;
+layout(constant_id = 14) const int STAGES = 1;
 
 const int BM = WM * TM;
 const int BN = WN * TN;
@@ -558,8 +564,8 @@ void tile(int bt, int ty, int tx) {
 // is loaded from a clamped (valid) position and replaced by 0, so a GPU compiler can issue
 // all loads of a tile back to back instead of one guarded load at a time.
 
-shared T As[BK * BM];  // As[k * BM + m]
-shared T Bs[BK * BN];  // Bs[k * BN + n]
+shared T As[STAGES * BK * BM];  // buffer s: As[s * BK * BM + k * BM + m]
+shared T Bs[STAGES * BK * BN];  // buffer s: Bs[s * BK * BN + k * BN + n]
 
 void load_a_tile(uint64_t a_base, int row0, int k0, uint lid) {
 #if KIND == KIND_FLOAT32
@@ -653,6 +659,143 @@ void load_b_tile(uint64_t b_base, int k0, int col0, uint lid) {
   }
 }
 
+// The products of one K step from shared buffer `stage`.
+void multiply_tile(int stage, int tm, int tn) {
+  const int a0 = stage * BK * BM, b0 = stage * BK * BN;
+  [[unroll]] for (int kk = 0; kk < BK; ++kk) {
+    T av[TM], bv[TN];
+    [[unroll]] for (int i = 0; i < TM; ++i) av[i] = As[a0 + kk * BM + tm + i * WM];
+    [[unroll]] for (int j = 0; j < TN; ++j) bv[j] = Bs[b0 + kk * BN + tn + j * WN];
+    [[unroll]] for (int i = 0; i < TM; ++i)
+      [[unroll]] for (int j = 0; j < TN; ++j) g_acc[i * TN + j] += av[i] * bv[j];
+  }
+}
+
+// ---- double buffering (STAGES 2): a tile goes global -> registers (fetch_*) -> shared
+// (stash_*). Item e of a tile (one element, or 4 along the vector axis in the vec4 modes)
+// is fetched by invocation e % WG into register e / WG; items past the tile are fetched from
+// clamped positions and not stored.
+#if KIND == KIND_FLOAT32
+const bool DB_VEC_A = A_LOAD == 2 || A_LOAD == 3, DB_VEC_B = B_LOAD == 2 || B_LOAD == 3;
+#else
+const bool DB_VEC_A = false, DB_VEC_B = false;
+#endif
+const int DB_A_ITEMS = DB_VEC_A ? BM * BK / 4 : BM * BK;
+const int DB_B_ITEMS = DB_VEC_B ? BN * BK / 4 : BN * BK;
+const int DB_A_PER = STAGES == 2 ? (DB_A_ITEMS + WG - 1) / WG : 1;
+const int DB_B_PER = STAGES == 2 ? (DB_B_ITEMS + WG - 1) / WG : 1;
+vec4 g_fa[DB_A_PER];  // fetched items of A in the vec4 modes
+T g_sa[DB_A_PER];     // ... and in the scalar ones
+vec4 g_fb[DB_B_PER];  // the same for B
+T g_sb[DB_B_PER];
+
+// (m, k) in the A tile of item e (the first of its 4 in the vec4 modes).
+ivec2 a_item(int e) {
+  if (DB_VEC_A && A_LOAD == 2) return ivec2(e / (BK / 4), (e % (BK / 4)) * 4);
+  if (DB_VEC_A) return ivec2((e % (BM / 4)) * 4, e / (BM / 4));
+  if (A_LOAD == 1) return ivec2(e % BM, e / BM);
+  return ivec2(e / BK, e % BK);
+}
+// (k, n) in the B tile of item e.
+ivec2 b_item(int e) {
+  if (DB_VEC_B && B_LOAD == 2) return ivec2(e / (BN / 4), (e % (BN / 4)) * 4);
+  if (DB_VEC_B) return ivec2((e % (BK / 4)) * 4, e / (BK / 4));
+  if (B_LOAD == 1) return ivec2(e % BK, e / BK);
+  return ivec2(e / BN, e % BN);
+}
+
+void fetch_a(uint64_t a_base, int row0, int k0, uint lid) {
+  [[unroll]] for (int r = 0; r < DB_A_PER; ++r) {
+    const ivec2 mk = a_item(int(lid) + r * WG);
+    const int gm = row0 + mk.x, gk = k0 + mk.y;
+    const bool inside = gm < pc.M && gk < pc.K;
+#if KIND == KIND_FLOAT32
+    if (DB_VEC_A) {
+      const vec4 v = A_LOAD == 2
+          ? load4(a_base, min(gm, pc.M - 1) * a_rs() + min(gk, pc.K - 4), DT_A)
+          : load4(a_base, min(gm, pc.M - 4) + min(gk, pc.K - 1) * a_cs(), DT_A);
+      g_fa[r] = inside ? v : vec4(0.0);
+      continue;
+    }
+#endif
+    const T v = load_a(a_base, min(gm, pc.M - 1) * a_rs() + min(gk, pc.K - 1) * a_cs());
+    g_sa[r] = inside ? v : T(0);
+  }
+}
+
+void fetch_b(uint64_t b_base, int k0, int col0, uint lid) {
+  [[unroll]] for (int r = 0; r < DB_B_PER; ++r) {
+    const ivec2 kn = b_item(int(lid) + r * WG);
+    const int gk = k0 + kn.x, gn = col0 + kn.y;
+    const bool inside = gk < pc.K && gn < pc.N;
+#if KIND == KIND_FLOAT32
+    if (DB_VEC_B) {
+      const vec4 v = B_LOAD == 2
+          ? load4(b_base, min(gk, pc.K - 1) * b_rs() + min(gn, pc.N - 4), DT_B)
+          : load4(b_base, min(gk, pc.K - 4) + min(gn, pc.N - 1) * b_cs(), DT_B);
+      g_fb[r] = inside ? v : vec4(0.0);
+      continue;
+    }
+#endif
+    const T v = load_b(b_base, min(gk, pc.K - 1) * b_rs() + min(gn, pc.N - 1) * b_cs());
+    g_sb[r] = inside ? v : T(0);
+  }
+}
+
+void stash_a(int stage, uint lid) {
+  const int a0 = stage * BK * BM;
+  [[unroll]] for (int r = 0; r < DB_A_PER; ++r) {
+    const int e = int(lid) + r * WG;
+    if (DB_A_ITEMS % WG != 0 && e >= DB_A_ITEMS) break;
+    const ivec2 mk = a_item(e);
+    if (!DB_VEC_A) {
+      As[a0 + mk.y * BM + mk.x] = g_sa[r];
+      continue;
+    }
+#if KIND == KIND_FLOAT32
+    const vec4 v = g_fa[r];
+    if (A_LOAD == 2) {  // 4 along k
+      As[a0 + (mk.y + 0) * BM + mk.x] = v.x;
+      As[a0 + (mk.y + 1) * BM + mk.x] = v.y;
+      As[a0 + (mk.y + 2) * BM + mk.x] = v.z;
+      As[a0 + (mk.y + 3) * BM + mk.x] = v.w;
+    } else {  // 4 along m
+      As[a0 + mk.y * BM + mk.x + 0] = v.x;
+      As[a0 + mk.y * BM + mk.x + 1] = v.y;
+      As[a0 + mk.y * BM + mk.x + 2] = v.z;
+      As[a0 + mk.y * BM + mk.x + 3] = v.w;
+    }
+#endif
+  }
+}
+
+void stash_b(int stage, uint lid) {
+  const int b0 = stage * BK * BN;
+  [[unroll]] for (int r = 0; r < DB_B_PER; ++r) {
+    const int e = int(lid) + r * WG;
+    if (DB_B_ITEMS % WG != 0 && e >= DB_B_ITEMS) break;
+    const ivec2 kn = b_item(e);
+    if (!DB_VEC_B) {
+      Bs[b0 + kn.x * BN + kn.y] = g_sb[r];
+      continue;
+    }
+#if KIND == KIND_FLOAT32
+    const vec4 v = g_fb[r];
+    if (B_LOAD == 2) {  // 4 along n
+      Bs[b0 + kn.x * BN + kn.y + 0] = v.x;
+      Bs[b0 + kn.x * BN + kn.y + 1] = v.y;
+      Bs[b0 + kn.x * BN + kn.y + 2] = v.z;
+      Bs[b0 + kn.x * BN + kn.y + 3] = v.w;
+    } else {  // 4 along k
+      Bs[b0 + (kn.x + 0) * BN + kn.y] = v.x;
+      Bs[b0 + (kn.x + 1) * BN + kn.y] = v.y;
+      Bs[b0 + (kn.x + 2) * BN + kn.y] = v.z;
+      Bs[b0 + (kn.x + 3) * BN + kn.y] = v.w;
+    }
+#endif
+  }
+}
+
 void tile(int bt, int ty, int tx) {
   uint lid = gl_LocalInvocationID.x;
   int tn = int(lid % uint(WN)), tm = int(lid / uint(WN));
@@ -660,18 +803,37 @@ void tile(int bt, int ty, int tx) {
   uint64_t a_base = batch_base(pc.a, bt, pc.a_bs, log2_size(DT_A));
   uint64_t b_base = batch_base(pc.b, bt, pc.b_bs, log2_size(DT_B));
   [[unroll]] for (int i = 0; i < TM * TN; ++i) g_acc[i] = T(0);
-  for (int k0 = 0; k0 < pc.K; k0 += BK) {
-    load_a_tile(a_base, row0, k0, lid);
-    load_b_tile(b_base, k0, col0, lid);
+  if (STAGES == 2) {
+    // Step t reads buffer t % 2 and fills the other one, whose last reads (step t - 1) ended
+    // before that step's barrier; the barrier after step t publishes it for step t + 1.
+    fetch_a(a_base, row0, 0, lid);
+    fetch_b(b_base, 0, col0, lid);
+    stash_a(0, lid);
+    stash_b(0, lid);
     barrier();
-    [[unroll]] for (int kk = 0; kk < BK; ++kk) {
-      T av[TM], bv[TN];
-      [[unroll]] for (int i = 0; i < TM; ++i) av[i] = As[kk * BM + tm + i * WM];
-      [[unroll]] for (int j = 0; j < TN; ++j) bv[j] = Bs[kk * BN + tn + j * WN];
-      [[unroll]] for (int i = 0; i < TM; ++i)
-        [[unroll]] for (int j = 0; j < TN; ++j) g_acc[i * TN + j] += av[i] * bv[j];
+    int stage = 0;
+    for (int k0 = 0; k0 < pc.K; k0 += BK) {
+      const bool next = k0 + BK < pc.K;
+      if (next) {
+        fetch_a(a_base, row0, k0 + BK, lid);
+        fetch_b(b_base, k0 + BK, col0, lid);
+      }
+      multiply_tile(stage, tm, tn);
+      if (next) {
+        stash_a(stage ^ 1, lid);
+        stash_b(stage ^ 1, lid);
+      }
+      barrier();
+      stage ^= 1;
     }
-    barrier();
+  } else {
+    for (int k0 = 0; k0 < pc.K; k0 += BK) {
+      load_a_tile(a_base, row0, k0, lid);
+      load_b_tile(b_base, k0, col0, lid);
+      barrier();
+      multiply_tile(0, tm, tn);
+      barrier();
+    }
   }
   store_block(bt, row0, col0, tm, tn);
 }

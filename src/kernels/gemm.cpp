@@ -8,8 +8,17 @@
 // (partials @ ones, batched over columns).
 //
 // Configurations (algorithm, TM x TN register block, WM x WN invocations, BK):
-//   gpu-large    tiled  8x8,   16x16 invocations, BK 8  -> 128 x 128 workgroup tile
-//   gpu-medium   tiled  4x4,   16x16 invocations, BK 16 ->  64 x  64
+//   GPU profiles, per vendor (DeviceCapabilities::vendor_id; GemmTuning::gpu_vendor forces
+//   one), tiled ones double-buffered (STAGES 2: 2 x BK x (BM + BN) values of shared memory,
+//   32 KiB for the large tiles, 16 KiB for the medium one; a device with less takes one
+//   buffer, then shorter BK):
+//   gpu-large    tiled  8x8,   16x16 invocations, BK 16 -> 128 x 128 workgroup tile
+//                (AMD: 4 wave64 subgroups; Intel and others)
+//   nvidia-large tiled  8x16,  16x8 invocations,  BK 16 -> 128 x 128 (NVIDIA: 4 warps of 32,
+//                each invocation 8 x 16 outputs, as the fastest Vulkan SIMT GEMMs there)
+//   gpu-medium   tiled  4x4,   16x16 invocations, BK 16 ->  64 x  64 (m, n >= 48; the large
+//                tile of mobile GPUs, ARM / Qualcomm / Apple / Imagination, whose shared
+//                memory and register files favour it)
 //   gpu-small    direct 2x2,    8x8 invocations         ->  16 x  16 (small m or n)
 //   cpu-large    tiled  16x16, 16x16 invocations, BK 4  -> 256 x 256 (lavapipe & other CPU
 //   cpu-medium   tiled  16x16,  8x8 invocations, BK 4   -> 128 x 128  devices: invocations are
@@ -78,13 +87,15 @@ struct Config {
   uint32_t tm = 1, tn = 1, wm = 64, wn = 1, bk = 16;
   bool lanes = false;  // the lanes algorithm (wm == 1, wn == the subgroup size)
   bool texel = false;  // the texel algorithm (operands through storage texel buffers)
+  uint32_t stages = 1;  // tiled: shared buffers per operand (STAGES in the shader)
   uint32_t bm() const { return tm * wm; }
   uint32_t bn() const { return tn * wn; }
   uint32_t workgroup() const { return wm * wn; }
 };
 
-constexpr Config kGpuLarge{true, 8, 8, 16, 16, 8};
-constexpr Config kGpuMedium{true, 4, 4, 16, 16, 16};
+constexpr Config kGpuLarge{true, 8, 8, 16, 16, 16, false, false, 2};
+constexpr Config kNvidiaLarge{true, 8, 16, 16, 8, 16, false, false, 2};
+constexpr Config kGpuMedium{true, 4, 4, 16, 16, 16, false, false, 2};
 constexpr Config kGpuSmall{false, 2, 2, 8, 8, 16};
 constexpr Config kCpuLarge{true, 16, 16, 16, 16, 4};
 constexpr Config kCpuMedium{true, 16, 16, 8, 8, 4};
@@ -191,13 +202,41 @@ const char* texel_shader(DType dt) {
                                  : "gemm.texel.float32";
 }
 
+// The GPU vendor whose profiles serve this device (GemmTuning::gpu_vendor, else its id).
+GemmTuning::Vendor gpu_vendor(const DeviceCapabilities& caps) {
+  using Vendor = GemmTuning::Vendor;
+  const Vendor forced = gemm_tuning().gpu_vendor;
+  if (forced != Vendor::Auto) return forced;
+  switch (caps.vendor_id) {
+    case 0x10DE: return Vendor::Nvidia;
+    case 0x1002: return Vendor::Amd;
+    case 0x8086: return Vendor::Intel;
+    case 0x13B5:  // ARM
+    case 0x5143:  // Qualcomm
+    case 0x106B:  // Apple
+    case 0x1010:  // Imagination
+      return Vendor::Mobile;
+    default: return Vendor::Generic;
+  }
+}
+
+// The large tiled profile of `vendor` (m, n >= 1024).
+Config large_profile(GemmTuning::Vendor vendor) {
+  using Vendor = GemmTuning::Vendor;
+  if (vendor == Vendor::Nvidia) return kNvidiaLarge;
+  if (vendor == Vendor::Mobile) return kGpuMedium;
+  return kGpuLarge;
+}
+
 // `allow_texel` false: the best configuration without the texel algorithm (its operands could
 // not be bound, see bind_texel).
 Config choose_config(Stream& stream, const Gemm& p, bool allow_texel = true) {
   const DeviceCapabilities& caps = stream.device().caps();
   const GemmTuning& t = gemm_tuning();
   Config c;
-  const bool cpu = caps.device_type == "cpu";
+  // A forced GPU vendor runs the GPU profiles on any device (tests on CPU devices).
+  const bool cpu = caps.device_type == "cpu" && t.gpu_vendor == GemmTuning::Vendor::Auto;
+  const Config large = large_profile(gpu_vendor(caps));
   const bool lanes = lanes_supported(caps, p.kind);
   const bool texel = allow_texel && texel_supported(caps, p);
   const double flops = double(p.m) * double(p.n) * double(p.k) * double(p.batch);
@@ -211,7 +250,7 @@ Config choose_config(Stream& stream, const Gemm& p, bool allow_texel = true) {
   } else if (t.algo == GemmTuning::Algo::Lanes && lanes) {
     c = kCpuLanes;
   } else if (t.algo == GemmTuning::Algo::Tiled) {
-    c = (p.m >= 1024 && p.n >= 1024) ? kGpuLarge : kGpuMedium;
+    c = (p.m >= 1024 && p.n >= 1024) ? large : kGpuMedium;
   } else if (t.algo == GemmTuning::Algo::Direct) {
     c = kGpuSmall;
   } else if (cpu) {
@@ -226,7 +265,7 @@ Config choose_config(Stream& stream, const Gemm& p, bool allow_texel = true) {
     else
       c = kCpuSmall;
   } else if (p.m >= 1024 && p.n >= 1024) {
-    c = kGpuLarge;
+    c = large;
   } else if (p.m >= 48 && p.n >= 48) {
     c = kGpuMedium;
   } else {
@@ -239,15 +278,22 @@ Config choose_config(Stream& stream, const Gemm& p, bool allow_texel = true) {
   if (t.wm) c.wm = t.wm;
   if (t.wn) c.wn = t.wn;
   if (t.bk) c.bk = t.bk;
+  if (t.stages) c.stages = t.stages;
+  if (!c.tiled) c.stages = 1;
   if (c.lanes) {  // one subgroup per workgroup, whatever the tuning says
     c.wm = 1;
     c.wn = caps.subgroup_size;
   }
   if (c.tm == 0 || c.tn == 0 || c.wm == 0 || c.wn == 0 || c.bk == 0 || c.bk % 4 != 0 ||
-      c.tm * c.tn > 1024)
+      c.tm * c.tn > 1024 || c.stages < 1 || c.stages > 2)
     invalid(kWhere, "invalid tile configuration");
-  // Device limits: fall back to a small direct configuration.
-  uint64_t shared = c.tiled ? uint64_t(c.bk) * (c.bm() + c.bn()) * acc_size(p.kind) : 0;
+  // Device limits: one shared buffer, then shorter K steps, then a small direct configuration.
+  auto shared_bytes = [&] {
+    return c.tiled ? uint64_t(c.stages) * c.bk * (c.bm() + c.bn()) * acc_size(p.kind) : 0;
+  };
+  if (c.stages == 2 && shared_bytes() > caps.max_shared_memory_size) c.stages = 1;
+  while (c.tiled && c.bk % 8 == 0 && shared_bytes() > caps.max_shared_memory_size) c.bk /= 2;
+  uint64_t shared = shared_bytes();
   if (!c.lanes && (c.workgroup() > caps.max_workgroup_invocations ||
       c.workgroup() > caps.max_workgroup_size[0] || shared > caps.max_shared_memory_size))
     c = p.n == 1 ? Config{false, 1, 1, 32, 1, 16} : Config{false, 2, 2, 4, 8, 16};
@@ -449,7 +495,7 @@ void record(Stream& stream, const Gemm& p, const Config& cfg,
       static_cast<uint32_t>(p.b.dtype),
       static_cast<uint32_t>(p.c.dtype),
       has_bias ? static_cast<uint32_t>(p.bias.dtype) : UINT32_MAX,  // -1: no bias
-      cfg.tm, cfg.tn, cfg.wm, cfg.wn, cfg.bk, a_load, b_load, unit, exact_grid};
+      cfg.tm, cfg.tn, cfg.wm, cfg.wn, cfg.bk, a_load, b_load, unit, exact_grid, cfg.stages};
   VkPipeline pipeline = stream.device().pipelines().get(*shader, cfg.workgroup(), spec);
   // A run-time epilogue may read more operands (through its argument block): ordered against
   // everything.
@@ -633,6 +679,13 @@ GemmTuning& gemm_tuning() {
     if (v && std::string(v) == "direct") d.algo = GemmTuning::Algo::Direct;
     if (v && std::string(v) == "lanes") d.algo = GemmTuning::Algo::Lanes;
     if (v && std::string(v) == "texel") d.algo = GemmTuning::Algo::Texel;
+    if (const char* g = std::getenv("TORCH_VK_GEMM_PROFILE")) {
+      using Vendor = GemmTuning::Vendor;
+      const std::string name(g);
+      d.gpu_vendor = name == "nvidia" ? Vendor::Nvidia : name == "amd" ? Vendor::Amd
+                     : name == "intel" ? Vendor::Intel : name == "mobile" ? Vendor::Mobile
+                     : name == "generic" ? Vendor::Generic : Vendor::Auto;
+    }
     const char* cm = std::getenv("TORCH_VK_GEMM_COOPMAT");
     if (cm && (std::string(cm) == "0" || std::string(cm) == "off"))
       d.coopmat = GemmTuning::Coopmat::Off;

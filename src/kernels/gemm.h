@@ -118,6 +118,12 @@ struct GemmTuning {
   // invocation; wm, wn: invocations along M / N; bk: K step of the tiled algorithm, a
   // multiple of 4).
   uint32_t tm = 0, tn = 0, wm = 0, wn = 0, bk = 0;
+  uint32_t stages = 0;  // non-zero: tiled shared buffers per operand (1, or 2 double-buffered)
+  // The GPU profiles of one vendor (src/kernels/gemm.cpp): Auto picks them by the device's
+  // vendor id on GPUs and the CPU profiles on CPU devices; any other value runs that vendor's
+  // GPU profiles on every device (TORCH_VK_GEMM_PROFILE=nvidia|amd|intel|mobile|generic).
+  enum class Vendor { Auto, Nvidia, Amd, Intel, Mobile, Generic };
+  Vendor gpu_vendor = Vendor::Auto;
   bool vector_loads = true;      // 4-element vector loads (tiled, direct) and 64-bit group
                                  // loads (lanes) of suitably aligned float32 / float16 /
                                  // bfloat16 operands; false: scalar loads everywhere

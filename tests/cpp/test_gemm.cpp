@@ -672,6 +672,40 @@ TEST_F(GemmKernel, TileShapeOverrides) {
   }
 }
 
+TEST_F(GemmKernel, GpuVendorProfilesDoubleBuffered) {
+  // Every vendor's GPU profiles (forced on this device): the large 128 x 128 tiles (8 x 8 and
+  // NVIDIA's 8 x 16 per invocation; the medium tile on mobile GPUs) and the medium one, both
+  // double-buffered (STAGES 2), with partial tiles in m, n and k, vec4 and scalar tile loads,
+  // and one shared buffer (stages 1) for comparison; an int32 product on the same tiles.
+  using Vendor = GemmTuning::Vendor;
+  std::mt19937 rng(21);
+  for (Vendor v : {Vendor::Nvidia, Vendor::Amd, Vendor::Intel, Vendor::Mobile, Vendor::Generic}) {
+    gemm_tuning().gpu_vendor = v;
+    for (uint32_t stages : {2u, 1u}) {
+      gemm_tuning().stages = stages;
+      Mat a(DType::Float32, 1, 1030, 37), b(DType::Float32, 1, 37, 1027, "col");
+      Mat c(DType::Float32, 1, 1030, 1027);
+      a.fill_random(rng);
+      b.fill_random(rng);
+      Case cs;
+      cs.m = 1030, cs.n = 1027, cs.k = 37;
+      EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 1e-5, f32_atol(37)))
+          << "vendor " << int(v) << " stages " << stages;
+      EXPECT_STREQ(last_gemm_algorithm(), "tiled");
+    }
+    gemm_tuning().stages = 0;
+    layout_sweep(rng, {{67, 71, 37}, {64, 128, 20}}, 4);
+    EXPECT_STREQ(last_gemm_algorithm(), "tiled");
+    Mat a(DType::Int32, 1, 50, 27), b(DType::Int32, 1, 27, 61), c(DType::Int32, 1, 50, 61);
+    a.fill_random(rng);
+    b.fill_random(rng);
+    Case cs;
+    cs.kind = ComputeKind::Int32;
+    cs.m = 50, cs.n = 61, cs.k = 27;
+    EXPECT_TRUE(run_case(cs, a, b, c, nullptr, 0, 0)) << "vendor " << int(v) << " int32";
+  }
+}
+
 TEST_F(GemmKernel, AutoProfileForLargerProblems) {
   // Large enough for the big-block profiles of the device class (the cpu-medium profile on
   // lavapipe); A row-major, B transposed (nn.Linear's x @ W^T), a broadcast bias.
