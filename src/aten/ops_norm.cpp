@@ -509,6 +509,38 @@ std::tuple<Tensor, Tensor> fused_rms_norm(const Tensor& input, at::IntArrayRef n
   return {out, rstd.view(stat_shape_of(input, normalized_shape.size()))};
 }
 
+// vk::add_rms_norm: (h, y, rstd) with h = input + residual and (y, rstd) = _fused_rms_norm(h),
+// as the two ops give them (h rounded to the input's dtype before it is normalized), in one
+// kernel: torch.compile's fused residual add + RMS norm (torch_vk/compiler/residual_norm.py).
+// float64 inputs or weights run the two ops.
+std::tuple<Tensor, Tensor, Tensor> add_rms_norm(const Tensor& input, const Tensor& residual,
+                                                at::IntArrayRef normalized_shape,
+                                                const std::optional<Tensor>& weight_opt,
+                                                std::optional<double> eps_opt) {
+  TORCH_CHECK(residual.sizes() == input.sizes() && residual.scalar_type() == input.scalar_type() &&
+                  residual.device() == input.device(),
+              "add_rms_norm: the residual must have the input's shape, dtype and device");
+  const Tensor& weight = value_or_undefined(weight_opt);
+  if (input.scalar_type() == at::kDouble || !at::isFloatingType(input.scalar_type()) ||
+      (weight.defined() && weight.scalar_type() == at::kDouble)) {
+    const Tensor h = input + residual;
+    auto [y, rstd] = fused_rms_norm(h, normalized_shape, weight_opt, eps_opt);
+    return {h, y, rstd};
+  }
+  const auto [M, N] = rms_norm_sizes(input, normalized_shape, weight);
+  check_float(input, "add_rms_norm");
+  if (weight.defined()) check_float(weight, "add_rms_norm");
+  const double eps = eps_opt.value_or(std::numeric_limits<float>::epsilon());
+  const Tensor x = input.contiguous(), r = residual.contiguous();
+  Tensor h = at::empty_like(x, at::MemoryFormat::Contiguous);
+  Tensor out = at::empty_like(x, at::MemoryFormat::Contiguous);
+  Tensor rstd = at::empty({M}, x.options().dtype(at::kFloat));
+  if (M > 0)
+    row_norm_forward(x, out, contiguous_or_undefined(weight), Tensor(), Tensor(), rstd, M, N,
+                     /*center=*/false, eps, ComputeKind::Float32, "add_rms_norm", r, h);
+  return {h, out, rstd.view(stat_shape_of(input, normalized_shape.size()))};
+}
+
 std::tuple<Tensor, Tensor> fused_rms_norm_backward(const Tensor& grad_out, const Tensor& input,
                                                    at::IntArrayRef normalized_shape,
                                                    const Tensor& rstd,
@@ -720,10 +752,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 TORCH_LIBRARY_FRAGMENT(vk, m) {
   m.def("add_layer_norm(Tensor input, Tensor residual, int[] normalized_shape, Tensor? weight, "
         "Tensor? bias, float eps) -> (Tensor, Tensor, Tensor, Tensor)");
+  m.def("add_rms_norm(Tensor input, Tensor residual, int[] normalized_shape, Tensor? weight, "
+        "float? eps) -> (Tensor, Tensor, Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(vk, PrivateUse1, m) {
   m.impl("add_layer_norm", TORCH_FN(add_layer_norm));
+  m.impl("add_rms_norm", TORCH_FN(add_rms_norm));
 }
 
 }  // namespace tvk::aten

@@ -516,7 +516,7 @@ def test_few_very_long_rows_run_the_eager_kernels(strict_native):
     assert compiled == 1
 
 
-# ---------------------------------------------------------------- residual add + layer norm
+# ---------------------------------------------------------------- residual add + layer / RMS norm
 
 
 def residual_layer_norm(x, branch, w, b):
@@ -524,16 +524,29 @@ def residual_layer_norm(x, branch, w, b):
     return h, torch.nn.functional.layer_norm(h, (h.shape[-1],), w, b)
 
 
+def residual_rms_norm(x, branch, w, b):
+    h = x + branch
+    return h, torch.nn.functional.rms_norm(h, (h.shape[-1],), w, 1e-5)
+
+
+def residual_rms_norm_no_weight(x, branch, w, b):
+    h = x + branch
+    return h, torch.nn.functional.rms_norm(h, (h.shape[-1],))
+
+
+@pytest.mark.parametrize("norm", [residual_layer_norm, residual_rms_norm,
+                                  residual_rms_norm_no_weight])
 @pytest.mark.parametrize("dtype", FLOATS)
-def test_residual_add_and_layer_norm_are_one_dispatch(dtype, strict_native):
-    # A transformer block's `h = x + branch; layer_norm(h)` with h used on: one kernel that
-    # writes h and the normalized rows (torch_vk/compiler/residual_norm.py). Rows of 48 (the
-    # row strategies' vector path) and of 37 (scalar, odd).
+def test_residual_add_and_norm_are_one_dispatch(dtype, norm, strict_native):
+    # A transformer block's `h = x + branch; layer_norm(h)` (or F.rms_norm / nn.RMSNorm) with h
+    # used on: one kernel that writes h and the normalized rows
+    # (torch_vk/compiler/residual_norm.py). Rows of 48 (the row strategies' vector path) and of
+    # 37 (scalar, odd).
     for hidden in (48, 37):
         x, branch = make((3, 5, hidden), dtype).to(VK), make((3, 5, hidden), dtype, seed=1).to(VK)
         w, b = make((hidden,), dtype, seed=2).to(VK), make((hidden,), dtype, seed=3).to(VK)
         before = torch_vk.compiler.stats()["residual_norms"]
-        _, eager, compiled = _compiled_matches_eager(residual_layer_norm, x, branch, w, b, dtype=dtype)
+        _, eager, compiled = _compiled_matches_eager(norm, x, branch, w, b, dtype=dtype)
         assert torch_vk.compiler.stats()["residual_norms"] - before == 1
         assert (eager, compiled) == (2, 1)
         torch._dynamo.reset()
@@ -549,10 +562,10 @@ def test_residual_add_not_fused_when_it_broadcasts(strict_native):
 
 
 class ResidualBlock(nn.Module):
-    def __init__(self, dim):
+    def __init__(self, dim, norm=nn.LayerNorm):
         super().__init__()
         self.proj = nn.Linear(dim, dim)
-        self.norm = nn.LayerNorm(dim)
+        self.norm = norm(dim)
         self.head = nn.Linear(dim, 4)
 
     def forward(self, x):
@@ -560,10 +573,11 @@ class ResidualBlock(nn.Module):
         return self.head(self.norm(h)) + h.mean(-1, keepdim=True)
 
 
-def test_residual_layer_norm_training_step_matches_eager(strict_native):
+@pytest.mark.parametrize("norm", [nn.LayerNorm, nn.RMSNorm])
+def test_residual_norm_training_step_matches_eager(norm, strict_native):
     torch.manual_seed(0)
-    eager_model = ResidualBlock(24).to(VK)
-    compiled_model = ResidualBlock(24).to(VK)
+    eager_model = ResidualBlock(24, norm).to(VK)
+    compiled_model = ResidualBlock(24, norm).to(VK)
     compiled_model.load_state_dict(eager_model.state_dict())
     step = torch.compile(lambda model, x, y: ((model(x) - y) ** 2).mean())
     x, y = make((6, 24), torch.float32).to(VK), make((6, 4), torch.float32, seed=1).to(VK)

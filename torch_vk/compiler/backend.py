@@ -101,7 +101,7 @@ def stats() -> dict[str, int]:
     product's store), reductions fused with the pointwise group of their input
     (fused_reductions, not counted in fused_kernels), row kernels (row_kernels: keepdim
     reductions with the pointwise work around them, e.g. a softmax, in one kernel),
-    residual_norms (residual add + layer norm pairs fused into one kernel,
+    residual_norms (residual add + layer norm / RMS norm pairs fused into one kernel,
     torch_vk.compiler.residual_norm), and graph captures / replays / capture failures
     (torch_vk.compiler.replay) in this process."""
     from torch_vk.compiler import replay
