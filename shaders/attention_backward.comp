@@ -40,11 +40,21 @@
 #ifndef DKV
 #define DKV 0  // 0: the DQ pass, 1: the DKV pass
 #endif
-#define BR 16               // query rows per tile
-#define BC 16               // key rows per tile
-#define TPR 4               // invocations per row
-#define SLICE (DMAX / TPR)  // head-dim elements per invocation
-#define ROWS_PER_GROUP 16   // rows a workgroup owns: BR (DQ) or BC (DKV)
+// A workgroup owns ROWS_PER_GROUP rows (query rows in DQ, key rows in DKV) and streams the
+// other side in tiles of STREAM rows. Head dims above 128 take 8 invocations per row (the
+// slices, in registers, stay 32 long) and streamed tiles of 8 rows (shared memory: 2 x 8 x
+// 256 floats of tiles + the partial sums, ~24 KiB, within NVIDIA's 48 KiB).
+#define ROWS_PER_GROUP 16
+#define TPR (DMAX > 128 ? 8 : 4)     // invocations per row
+#define STREAM (DMAX > 128 ? 8 : 16)  // rows per streamed tile
+#if DKV
+#define BC ROWS_PER_GROUP           // key rows per workgroup
+#define BR STREAM                   // query rows per streamed tile
+#else
+#define BR ROWS_PER_GROUP           // query rows per workgroup
+#define BC STREAM                   // key rows per streamed tile
+#endif
+#define SLICE (DMAX / TPR)          // head-dim elements per invocation
 
 layout(local_size_x = ROWS_PER_GROUP * TPR) in;
 

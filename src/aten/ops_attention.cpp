@@ -5,7 +5,7 @@
 //   * overrideable -> _scaled_dot_product_fused_attention_overrideable: the fused forward kernel
 //     (src/kernels/attention.h) writes the output and the row logsumexp in one pass; its
 //     backward recomputes the probabilities from the saved logsumexp, on GPUs in the fused
-//     two-pass kernel (attention_backward), else (CPU devices, head dims above 128, a float
+//     two-pass kernel (attention_backward, head dims up to 256), else (CPU devices, a float
 //     mask that needs its gradient) with native matmul and element-wise ops (fp32 math for
 //     float16 / bfloat16).
 //     A boolean attn_mask reaches the op already converted by PyTorch's composite

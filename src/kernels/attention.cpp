@@ -438,14 +438,34 @@ void attention_probabilities(Stream& stream, const AttentionForward& p, Operand 
 namespace {
 
 constexpr const char* kBackwardWhere = "tvk::kernels::attention_backward";
-constexpr int64_t kBackwardTile = 16;  // BR = BC in shaders/attention_backward.comp
+constexpr int64_t kBackwardTile = 16;  // ROWS_PER_GROUP in shaders/attention_backward.comp
 
-// Loop iterations of the passes' invocations (loop_budget): per tile of the other side, the
-// loads of two tiles over the 64 invocations, the barriers and the products (counted once).
-bool backward_within_budget(Stream& stream, const AttentionForward& p, int dmax) {
-  const int64_t per_tile = 2 * ((kBackwardTile * dmax + 63) / 64) + 12;
-  const int64_t key_tiles = (p.S + kBackwardTile - 1) / kBackwardTile;
-  const int64_t query_tiles = (p.L + kBackwardTile - 1) / kBackwardTile;
+// The passes' geometry per head-dim bound (shaders/attention_backward.comp): the shader
+// variant's DMAX, invocations per row (TPR) and rows per streamed tile (STREAM).
+struct BackwardGeometry {
+  int dmax;
+  int64_t tpr, stream;
+  int64_t workgroup() const { return kBackwardTile * tpr; }
+  // The larger of the two passes' shared memory: two streamed tiles of dmax floats, the
+  // partial dot products (2 x 16 x TPR x STREAM) and the row sums.
+  uint64_t shared_bytes() const {
+    return static_cast<uint64_t>(2 * stream * dmax + 2 * kBackwardTile * tpr * stream +
+                                 std::max(kBackwardTile * tpr, 2 * stream)) * 4;
+  }
+};
+BackwardGeometry backward_geometry(const AttentionForward& p) {
+  const int64_t dim = std::max(p.E, p.Ev);
+  if (dim <= 64) return {64, 4, 16};
+  if (dim <= 128) return {128, 4, 16};
+  return {256, 8, 8};
+}
+
+// Loop iterations of the passes' invocations (loop_budget): per streamed tile, the loads of
+// two tiles over the workgroup, the barriers and the products (counted once).
+bool backward_within_budget(Stream& stream, const AttentionForward& p, const BackwardGeometry& g) {
+  const int64_t per_tile = 2 * ((g.stream * g.dmax + g.workgroup() - 1) / g.workgroup()) + 12;
+  const int64_t key_tiles = (p.S + g.stream - 1) / g.stream;
+  const int64_t query_tiles = (p.L + g.stream - 1) / g.stream;
   const int64_t budget = loop_budget(stream);
   return key_tiles * per_tile <= budget && p.group * query_tiles * per_tile <= budget;
 }
@@ -460,10 +480,11 @@ bool attention_backward_supported(Stream& stream, const AttentionBackward& probl
   if (p.batch * p.heads > 65535 || (p.L + kBackwardTile - 1) / kBackwardTile > 65535 ||
       (p.S + kBackwardTile - 1) / kBackwardTile > 65535)
     return false;
-  const int dmax = std::max(p.E, p.Ev) <= 64 ? 64 : 128;
-  const uint64_t shared_bytes = (2 * kBackwardTile * dmax + 2 * kBackwardTile * 4 * kBackwardTile + 64) * 4;
-  if (stream.device().caps().max_shared_memory_size < shared_bytes) return false;
-  return backward_within_budget(stream, p, dmax);
+  const BackwardGeometry g = backward_geometry(p);
+  if (stream.device().caps().max_shared_memory_size < g.shared_bytes() ||
+      stream.device().caps().max_workgroup_invocations < g.workgroup())
+    return false;
+  return backward_within_budget(stream, p, g);
 }
 
 void attention_backward(Stream& stream, const AttentionBackward& problem) {
@@ -533,8 +554,8 @@ void attention_backward(Stream& stream, const AttentionBackward& problem) {
   a.scale = p.scale;
   fill_dropout(a, p.dropout, kBackwardWhere);
 
-  const int dmax = std::max(p.E, p.Ev) <= 64 ? 64 : 128;
-  const std::string suffix = ".d" + std::to_string(dmax);
+  const BackwardGeometry geometry = backward_geometry(p);
+  const std::string suffix = ".d" + std::to_string(geometry.dmax);
   const ShaderBinary* dq_shader = find_shader("attention_backward.dq" + suffix);
   const ShaderBinary* dkv_shader = find_shader("attention_backward.dkv" + suffix);
   if (!dq_shader || !dkv_shader)
@@ -544,7 +565,7 @@ void attention_backward(Stream& stream, const AttentionBackward& problem) {
   const uint64_t d = rows > 0 ? allocator.allocate(static_cast<uint64_t>(rows) * 4, stream.id()) : 0;
   a.d = d != 0 ? d : p.lse.address;  // no query rows: D is never read nor written
   const uint64_t params = stream.upload_params(&a, sizeof a);
-  const uint32_t wg = static_cast<uint32_t>(kBackwardTile * 4);
+  const uint32_t wg = static_cast<uint32_t>(geometry.workgroup());
   const uint32_t query_tiles = static_cast<uint32_t>((p.L + kBackwardTile - 1) / kBackwardTile);
   const uint32_t key_tiles = static_cast<uint32_t>((p.S + kBackwardTile - 1) / kBackwardTile);
   // Both passes read every input and read and write D (rows floats), so the dK / dV pass is

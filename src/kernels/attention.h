@@ -109,7 +109,7 @@ struct AttentionBackward {
 };
 
 // Largest head dim of the fused backward.
-constexpr int64_t kAttentionBackwardMaxHeadDim = 128;
+constexpr int64_t kAttentionBackwardMaxHeadDim = 256;
 
 // Whether attention_backward runs `problem` on this stream's device: head dims within
 // kAttentionBackwardMaxHeadDim, batch * heads and the tiles within the grid limits, the
