@@ -113,7 +113,11 @@ void fill_geometry(IndexParams& p, int ndim, const int64_t* sizes, const int64_t
   }
 }
 
-void launch(Stream& stream, const std::string& name, const IndexParams& params, int64_t numel) {
+// `accesses`: what the dispatch reads and writes (null: everything). The device error record
+// is claimed atomically by the first failing invocation and read by the host after a wait, so
+// it is never declared.
+void launch(Stream& stream, const std::string& name, const IndexParams& params, int64_t numel,
+            const AccessSet* accesses = nullptr) {
   const ShaderBinary* shader = find_shader(name);
   if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
   const uint32_t wg = 256;
@@ -126,7 +130,20 @@ void launch(Stream& stream, const std::string& name, const IndexParams& params, 
   const bool cpu = stream.device().caps().device_type == "cpu";
   const uint32_t per_invocation = cpu ? 32 : 1;
   stream.dispatch(pipeline, group_count(stream, numel, wg * per_invocation), 1, 1, &push,
-                  sizeof(push));
+                  sizeof(push), nullptr, 0, accesses);
+}
+
+// The span of an operand over the index space (sizes, `strides`) and, when `indexed`, over
+// every index tensor's (size, stride) as well.
+void add_index_operand(AccessSet& set, const Operand& op, const IndexProblem& pr,
+                       const int64_t* strides, bool indexed, bool write) {
+  int64_t sizes[kMaxDims + kMaxIndexTensors], st[kMaxDims + kMaxIndexTensors];
+  int n = 0;
+  for (int d = 0; d < pr.ndim; ++d) sizes[n] = pr.sizes[d], st[n++] = strides[d];
+  if (indexed)
+    for (int k = 0; k < pr.num_indices; ++k)
+      if (pr.indices[k].size > 0) sizes[n] = pr.indices[k].size, st[n++] = pr.indices[k].stride;
+  add_strided(set, op.address, op.dtype, n, sizes, st, write);
 }
 
 ComputeKind kind_for_dst(DType dtype) {
@@ -214,7 +231,16 @@ void index(Stream& stream, const IndexProblem& pr) {
         pr.op == AccumulateOp::Add && caps.float32_atomic_add && index_tuning().float_atomics)
       name += ".atomic_float";
   }
-  launch(stream, name, p, numel);
+  // Gather reads src through the indices and writes dst; scatters read src and write dst
+  // through them (accumulation reads it too); every index tensor is read over the space.
+  AccessSet accesses;
+  add_index_operand(accesses, pr.src, pr, pr.src_strides, gather, false);
+  for (int k = 0; k < pr.num_indices; ++k)
+    add_strided(accesses, pr.indices[k].values.address, pr.indices[k].values.dtype, pr.ndim,
+                pr.sizes, pr.indices[k].strides, false);
+  if (accumulate) add_index_operand(accesses, pr.dst, pr, pr.dst_strides, true, false);
+  add_index_operand(accesses, pr.dst, pr, pr.dst_strides, !gather, true);
+  launch(stream, name, p, numel, &accesses);
 }
 
 void compact(Stream& stream, const CompactProblem& pr) {

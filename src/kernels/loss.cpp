@@ -94,12 +94,25 @@ void set_params(LossPush& push, double p0, double p1) {
 }
 
 // `items_per_group`: kWorkgroup for element-parallel ops, 1 for the one-row-per-workgroup ops.
+// `accesses`: the memory the dispatch reads and writes (null: everything). The device error
+// record is claimed atomically and read by the host after a wait: never declared.
 void dispatch(Stream& stream, const std::string& name, int64_t items, const LossPush& push,
-              uint32_t items_per_group = kWorkgroup) {
+              uint32_t items_per_group = kWorkgroup, const AccessSet* accesses = nullptr) {
   const ShaderBinary* shader = find_shader(name);
   if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
   VkPipeline pipeline = stream.device().pipelines().get(*shader, kWorkgroup, {});
-  stream.dispatch(pipeline, group_count(stream, items, items_per_group), 1, 1, &push, sizeof(push));
+  stream.dispatch(pipeline, group_count(stream, items, items_per_group), 1, 1, &push, sizeof(push),
+                  nullptr, 0, accesses);
+}
+
+// What both nll passes read: self [N, C, S], target [N * S], weight [C].
+AccessSet nll_inputs(const NllLoss& p) {
+  AccessSet set;
+  const int64_t samples = p.n * p.spatial;
+  add_dense(set, p.self.address, p.self.dtype, p.n * p.classes * p.spatial, false);
+  add_dense(set, p.target.address, p.target.dtype, samples, false);
+  if (p.weight.address != 0) add_dense(set, p.weight.address, p.weight.dtype, p.classes, false);
+  return set;
 }
 
 }  // namespace
@@ -150,7 +163,12 @@ void loss_elementwise(Stream& stream, const LossElementwise& p) {
   push.aux0 = (p.has_weight ? 1 : 0) | (p.has_pos_weight ? 2 : 0);
   // Inputs or targets outside [0, 1] are reported there (DeviceErrorCode::Bce*OutOfRange).
   if (p.op == LossOp::Bce) push.pi = static_cast<int64_t>(stream.device_error_address());
-  dispatch(stream, std::string("loss.") + op_name(p.op) + (f64 ? ".float64" : ".float32"), p.numel, push);
+  AccessSet accesses;  // operand 0 (the output) written, the others read, over the geometry
+  for (int k = 0; k < count; ++k)
+    add_strided(accesses, p.operands[k].address, p.operands[k].dtype, p.geometry.ndim,
+                p.geometry.sizes, p.geometry.strides[k], k == 0);
+  dispatch(stream, std::string("loss.") + op_name(p.op) + (f64 ? ".float64" : ".float32"), p.numel, push,
+           kWorkgroup, &accesses);
 }
 
 namespace {
@@ -193,7 +211,11 @@ void nll_loss_forward(Stream& stream, const NllLoss& p, bool reduction_none, Ope
   push.addr[0] = out.address;
   push.dtype[0] = static_cast<int32_t>(out.dtype);
   if (reduction_none) push.mode |= 2;
-  dispatch(stream, std::string("loss.nll") + (f64 ? ".float64" : ".float32"), samples, push);
+  // out: [N * S] per-sample losses (reduction none), else the [2, N * S] scratch.
+  AccessSet accesses = nll_inputs(p);
+  add_dense(accesses, out.address, out.dtype, reduction_none ? samples : 2 * samples, true);
+  dispatch(stream, std::string("loss.nll") + (f64 ? ".float64" : ".float32"), samples, push,
+           kWorkgroup, &accesses);
 }
 
 void nll_loss_backward(Stream& stream, const NllLoss& p, bool reduction_none, bool mean,
@@ -209,13 +231,19 @@ void nll_loss_backward(Stream& stream, const NllLoss& p, bool reduction_none, bo
   push.addr[4] = grad_output.address;
   push.dtype[4] = static_cast<int32_t>(grad_output.dtype);
   if (reduction_none) push.mode |= 2;
+  AccessSet accesses = nll_inputs(p);
+  add_dense(accesses, grad_output.address, grad_output.dtype, reduction_none ? samples : 1, false);
   if (mean && !reduction_none) {
     check_operand(total_weight, "total_weight", f64);
     push.addr[5] = total_weight.address;
     push.dtype[5] = static_cast<int32_t>(total_weight.dtype);
     push.mode |= 4;
+    add_dense(accesses, total_weight.address, total_weight.dtype, 1, false);
   }
-  dispatch(stream, std::string("loss.nll_backward") + (f64 ? ".float64" : ".float32"), samples, push);
+  // grad_input: the target element of every sample's row (its zeros were filled before).
+  add_dense(accesses, grad_input.address, grad_input.dtype, p.n * p.classes * p.spatial, true);
+  dispatch(stream, std::string("loss.nll_backward") + (f64 ? ".float64" : ".float32"), samples, push,
+           kWorkgroup, &accesses);
 }
 
 // ---------------------------------------------------------------- margin losses

@@ -294,8 +294,15 @@ void pool(Stream& stream, const Pool& p) {
     spec = {UINT32_MAX, UINT32_MAX};
   VkPipeline pipeline = stream.device().pipelines().get(*shader, kWorkgroup, spec);
   const uint32_t groups = group_count(stream, produced, kWorkgroup);
+  // Dense operands: x / grad_input have the input's in_numel elements, y / grad_output and the
+  // indices the pooled out_numel. Forward: in read, out (and the indices) written; backward:
+  // grad_output (in) and the indices read, grad_input (out) written.
+  AccessSet accesses;
+  add_dense(accesses, p.in.address, p.in.dtype, backward ? out_numel : in_numel, false);
+  add_dense(accesses, p.out.address, p.out.dtype, backward ? in_numel : out_numel, true);
+  if (indices_used) add_dense(accesses, p.indices.address, DType::Int64, out_numel, !backward);
   if (!split) {
-    stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+    stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push), nullptr, 0, &accesses);
     return;
   }
   const int64_t window = extent[0] * extent[1] * extent[2];  // >= every output's window
@@ -304,13 +311,16 @@ void pool(Stream& stream, const Pool& p) {
   const int64_t range = loop_chunk(stream, window, (produced + step - 1) / step, 8 * ((produced + step - 1) / step));
   Allocator& allocator = stream.device().allocator();
   const uint64_t state = allocator.allocate(static_cast<uint64_t>(produced) * 12 + 8, stream.id());
+  // Every pass carries the running state of its outputs: consecutive passes are ordered.
+  accesses.read(state, static_cast<uint64_t>(produced) * 12 + 8);
+  accesses.write(state, static_cast<uint64_t>(produced) * 12 + 8);
   try {
     for (int64_t w0 = 0; w0 < window; w0 += range) {
       PoolSplitBlock block{state, static_cast<int32_t>(w0),
                            static_cast<int32_t>(std::min(window, w0 + range)),
                            static_cast<int32_t>(window), static_cast<int32_t>(produced)};
       push.split = stream.upload_params(&block, sizeof(block));
-      stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+      stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push), nullptr, 0, &accesses);
     }
   } catch (...) {
     allocator.free(state);

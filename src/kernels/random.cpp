@@ -118,10 +118,13 @@ void set_params(RandomPush& push, const double p[2]) {
   }
 }
 
+// `accesses`: the memory the dispatch reads and writes (null: everything).
 void dispatch(Stream& stream, const std::string& name, uint32_t wg, int64_t items,
-              const RandomPush& push, std::vector<uint32_t> spec) {
+              const RandomPush& push, std::vector<uint32_t> spec,
+              const AccessSet* accesses = nullptr) {
   VkPipeline pipeline = stream.device().pipelines().get(*shader(name), wg, spec);
-  stream.dispatch(pipeline, group_count(stream, items, wg), 1, 1, &push, sizeof(push));
+  stream.dispatch(pipeline, group_count(stream, items, wg), 1, 1, &push, sizeof(push), nullptr,
+                  0, accesses);
 }
 
 std::vector<uint32_t> dtype_spec(const RandomPush& push) {
@@ -229,7 +232,16 @@ void random_elementwise(Stream& stream, const RandomElementwise& p) {
   }
   const std::string name = std::string("random.") + op_name(p.op) + "." +
                            (f64 ? "float64" : integer ? "int64" : "float32");
-  dispatch(stream, name, kWorkgroup, p.numel, push, with_philox(dtype_spec(push), p.philox));
+  // out written; in0 read; in1 the dropout mask (written) or MaskedScale's mask (read); a
+  // captured graph's Philox block read (the device error record is claimed atomically and
+  // read by the host after a wait: not declared).
+  AccessSet accesses;
+  for (int k = 0; k <= inputs; ++k)
+    add_dims(accesses, ops[k]->address, ops[k]->dtype, dims, k,
+             k == 0 || (k == 2 && p.op == RandomOp::Dropout));
+  if (p.philox.state_address != 0) accesses.read(p.philox.state_address, 16);
+  dispatch(stream, name, kWorkgroup, p.numel, push, with_philox(dtype_spec(push), p.philox),
+           &accesses);
 }
 
 int64_t sort_scratch_elements(int64_t rows, int64_t len) {
