@@ -89,7 +89,7 @@ layout(push_constant) uniform Push {
   int dst_dtype;      // 48
   int aux_dtype;      // 52
   int aux2_dtype;     // 56
-  int pad0;           // 60
+  int pad0;           // 60 implicit weight gradient: samples per batch split (0: none)
 } pc;                 // 64 bytes
 
 // Sizes and strides in elements; index 0 = depth, 1 = height, 2 = width. Plain int arrays:
@@ -134,6 +134,9 @@ const int MODE_FORWARD = 0, MODE_INPUT_GRAD = 1, MODE_WEIGHT_GRAD = 2;
 ivec3 g_isz, g_osz, g_ks, g_st, g_pd, g_dl;
 ivec4 g_xs, g_ys;
 int g_xsn, g_K, g_L, g_I, g_CG, g_COUT_G, g_M, g_R, g_N;
+// Weight gradient split over the batch (pc.pad0 samples per split, 0: none): the first sample
+// of the current split and the element offset of its partial dW (set per split by main).
+int g_n0 = 0, g_dst0 = 0;
 // Tile elements of the next reduction step, fetched into registers before the current step's
 // products so that the loads are in flight while the invocation computes.
 float a_next[A_PER], b_next[B_PER];
@@ -159,7 +162,8 @@ float load_a(int grp, int m, int r) {
     return load_f32(pc.aux, g_aux_dt, (grp * g_COUT_G + m) * g_R + r);
   if (CONV_MODE == MODE_WEIGHT_GRAD) {
     const int n = r / g_L, l = r - n * g_L;
-    return load_f32(pc.aux, g_aux_dt, n * g_ys.x + (grp * g_COUT_G + m) * g_ys.y + l * g_ys.z);
+    return load_f32(pc.aux, g_aux_dt,
+                    (g_n0 + n) * g_ys.x + (grp * g_COUT_G + m) * g_ys.y + l * g_ys.z);
   }
   const int co = r / g_K, k = r - co * g_K;
   return load_f32(pc.aux, g_aux_dt, ((grp * g_COUT_G + co) * g_CG + m) * g_K + k);
@@ -176,7 +180,7 @@ float load_b(int grp, int r, int j) {
   }
   if (CONV_MODE == MODE_WEIGHT_GRAD) {
     const int n = r / g_L;
-    return im2col_x(grp, n, r - n * g_L, j);
+    return im2col_x(grp, g_n0 + n, r - n * g_L, j);
   }
   const int n = j / g_I, i = j - n * g_I;
   const int co = r / g_K, k = r - co * g_K;
@@ -192,7 +196,7 @@ float load_b(int grp, int r, int j) {
 // gradient) or dW[co][c, k] (weight gradient, contiguous, no bias).
 void store_c(int grp, int m, int j, float v) {
   if (CONV_MODE == MODE_WEIGHT_GRAD) {
-    store_f32(pc.dst, g_dst_dt, (grp * g_COUT_G + m) * g_N + j, v);
+    store_f32(pc.dst, g_dst_dt, g_dst0 + (grp * g_COUT_G + m) * g_N + j, v);
     return;
   }
   if (CONV_MODE == MODE_FORWARD) {
@@ -263,9 +267,21 @@ void main() {
   const int lid = int(gl_LocalInvocationID.x);
   const int tn = lid % WN, tm = lid / WN;
   const int col_tiles = (g_N + BN - 1) / BN, row_tiles = (g_M + BM - 1) / BM;
+  // Weight gradient split over the batch: z covers (split, group) pairs, each split summing
+  // its pc.pad0 samples into its own partial dW (the launcher adds the partials up).
+  const bool split = CONV_MODE == MODE_WEIGHT_GRAD && pc.pad0 > 0;
+  const int per_split = split ? pc.pad0 : pc.total;
+  const int splits = split ? (pc.total + per_split - 1) / per_split : 1;
 
   // Uniform loop bounds per workgroup: every invocation reaches the same barriers.
-  for (int grp = int(gl_WorkGroupID.z); grp < groups; grp += int(gl_NumWorkGroups.z)) {
+  for (int gz = int(gl_WorkGroupID.z); gz < groups * splits; gz += int(gl_NumWorkGroups.z)) {
+    const int grp = gz % groups;
+    if (split) {
+      const int s = gz / groups;
+      g_n0 = s * per_split;
+      g_R = min(per_split, pc.total - g_n0) * g_L;
+      g_dst0 = s * groups * g_COUT_G * g_N;
+    }
     for (int rt = int(gl_WorkGroupID.y); rt < row_tiles; rt += int(gl_NumWorkGroups.y)) {
       const int m0 = rt * BM;
       for (int ct = int(gl_WorkGroupID.x); ct < col_tiles; ct += int(gl_NumWorkGroups.x)) {

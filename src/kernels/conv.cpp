@@ -390,12 +390,15 @@ void forward_direct(Stream& stream, const Problem& p, const ConvTensor& y, const
 //   forward (mode 0):         Y = W @ im2col(X) + bias      M = COUT_G, N = Nc * L, R = CG * K
 //   input gradient (mode 1):  dX = W^T @ dYcol + bias       M = CG, N = Nc * I, R = COUT_G * K
 //   weight gradient (mode 2): dW = dY @ im2col(X)^T         M = COUT_G, N = CG * K, R = N * L
-//                             (one chunk: the whole batch)
+//                             (one chunk: the whole batch; with `splits` > 1 the batch is
+//                             cut into that many runs of samples, each summed into its own
+//                             float32 partial dW by its own workgroups, z over (split, group))
 // `g` is xy_geometry's (X / dX strides in x_stride, Y / dY strides in col_stride);
 // `src` (X or dY) and `dst` (Y or dX) advance by src_n / dst_n elements per sample.
 class ImplicitGemm {
  public:
-  ImplicitGemm(Stream& stream, const Problem& p, int mode) : stream_(stream), p_(p), mode_(mode) {
+  ImplicitGemm(Stream& stream, const Problem& p, int mode, int64_t splits = 1)
+      : stream_(stream), p_(p), mode_(mode), splits_(splits) {
     const ConvTuning::ImplicitTile& t = conv_tuning().implicit_tile;
     tile_ = t;
     bm_ = int64_t{t.tm} * t.wm;
@@ -405,16 +408,23 @@ class ImplicitGemm {
     per_sample_ = mode == 0 ? p.l : mode == 1 ? p.ivol : 0;  // columns per sample
     row_tiles_ = (m_ + bm_ - 1) / bm_;
     gy_ = groups(row_tiles_, 1);
-    gz_ = groups(p.groups, 2);
+    gz_ = groups(p.groups * splits, 2);
+  }
+  // Workgroup tiles of the whole problem (mode 2: of one split).
+  int64_t tiles(int64_t nb) const {
+    return (columns(nb) + bn_ - 1) / bn_ * row_tiles_ * p_.groups;
   }
   // Whether the loops of an nb-sample chunk stay within the device's loop budget.
   bool within_budget(int64_t nb) const { return loop_cost(nb) <= loop_budget(stream_); }
   int64_t columns(int64_t nb) const { return mode_ == 2 ? p_.cg * p_.kvol : nb * per_sample_; }
   int64_t reduction(int64_t nb) const { return mode_ == 2 ? nb * p_.l : r_; }
+  // `per_split` (mode 2 with splits): samples per split, the partials at dst, one per split.
   void record(const ConvGeometryBlock& g, uint64_t src, DType src_dt, int64_t src_n, uint64_t dst,
-              DType dst_dt, int64_t dst_n, Operand w, Operand bias, int64_t chunk) {
-    if (!within_budget(mode_ == 2 ? p_.n : 1))
-      invalid(kWhere, "the reduction of " + std::to_string(reduction(mode_ == 2 ? p_.n : 1)) +
+              DType dst_dt, int64_t dst_n, Operand w, Operand bias, int64_t chunk,
+              int64_t per_split = 0) {
+    const int64_t reduced = mode_ != 2 ? 1 : per_split > 0 ? per_split : p_.n;
+    if (!within_budget(reduced))
+      invalid(kWhere, "the reduction of " + std::to_string(reduction(reduced)) +
                           " elements exceeds the device's loop-iteration limit (max_loop_iterations)");
     const ShaderBinary* shader = find_shader("conv.implicit.float32");
     if (!shader) invalid(kWhere, "no shader variant 'conv.implicit.float32' (stale build?)");
@@ -440,6 +450,7 @@ class ImplicitGemm {
       push.dst_dtype = static_cast<int32_t>(dst_dt);
       push.aux_dtype = static_cast<int32_t>(w.dtype);
       push.aux2_dtype = static_cast<int32_t>(bias_dt);
+      push.pad0 = static_cast<int32_t>(per_split);
       push.geometry = stream_.upload_params(&g, sizeof(g));
       const int64_t col_tiles = (columns(nb) + bn_ - 1) / bn_;
       stream_.dispatch(pipeline, groups(col_tiles, 0), gy_, gz_, &push, sizeof(push), nullptr, 0,
@@ -459,17 +470,44 @@ class ImplicitGemm {
     const int64_t col_tiles = (columns(nb) + bn_ - 1) / bn_;
     const int64_t gx = groups(col_tiles, 0);
     const int64_t tiles = (col_tiles + gx - 1) / gx * ((row_tiles_ + gy_ - 1) / gy_) *
-                          ((p_.groups + gz_ - 1) / gz_);
+                          ((p_.groups * splits_ + gz_ - 1) / gz_);
     return tiles * (3 + (reduction(nb) + tile_.bk - 1) / tile_.bk * 4);
   }
 
   Stream& stream_;
   const Problem& p_;
   int mode_;
+  int64_t splits_ = 1;
   ConvTuning::ImplicitTile tile_;
   int64_t bm_ = 0, bn_ = 0, m_ = 0, r_ = 0, per_sample_ = 0, row_tiles_ = 0;
   uint32_t gy_ = 1, gz_ = 1;
 };
+
+// Batch splits of the implicit weight gradient with `tiles` workgroup tiles: where the output
+// (COUT_G x CG*K per group) is a few tiles and the reduction (N * L) long (the first stage of
+// a ResNet: 64 x 576 outputs, 9 tiles of 64 x 64, a reduction of 32 x 56 x 56), the batch is
+// split so that about 256 workgroups run, each split keeping at least 4096 reduction steps.
+// ConvTuning::weight_splits forces a count.
+int64_t weight_gradient_splits(const Problem& p, int64_t tiles) {
+  const int64_t forced = conv_tuning().weight_splits;
+  if (forced > 0) return std::min(forced, p.n);
+  if (tiles >= 128 || p.n < 2) return 1;
+  const int64_t wanted = (256 + tiles - 1) / tiles;
+  return std::clamp<int64_t>(std::min({wanted, p.n, p.n * p.l / 4096}), 1, 64);
+}
+
+// dW = the sum of `splits` float32 partials (contiguous, `numel` each): one GEMM,
+// dW[numel x 1] = P^T[numel x splits] @ ones[splits x 1], rounded once to dW's dtype.
+void sum_partials(Stream& stream, uint64_t partials, int64_t splits, int64_t numel, Operand dw) {
+  const float one = 1.0f;
+  Gemm sum;
+  sum.kind = ComputeKind::Float32;
+  sum.m = numel, sum.n = 1, sum.k = splits;
+  sum.a = GemmMatrix{partials, DType::Float32, 1, numel, 0};
+  sum.b = GemmMatrix{stream.upload_params(&one, sizeof one), DType::Float32, 0, 0, 0};
+  sum.c = GemmMatrix{dw.address, dw.dtype, 1, 0, 0};
+  gemm(stream, sum);
+}
 
 // Whether the implicit GEMM runs (forced, or by default on GPUs: not on CPU devices, whose
 // GEMM is tuned for SIMD lanes) for a float32-kind problem that is not a plain 1x1 GEMM.
@@ -519,6 +557,8 @@ ConvTuning& conv_tuning() {
     }
     const char* b = std::getenv("TORCH_VK_CONV_COLUMN_BYTES");
     if (b && *b) d.column_budget = std::max<int64_t>(1, std::atoll(b));
+    const char* splits = std::getenv("TORCH_VK_CONV_WEIGHT_SPLITS");
+    if (splits && *splits) d.weight_splits = std::max<int64_t>(0, std::atoll(splits));
     return d;
   }();
   return t;
@@ -703,15 +743,30 @@ void conv_backward_weight(Stream& stream, const ConvShape& shape, Operand dw, co
   call.tensor(dy.address, dy.dtype, ys, p.n, p.cout, p.out, false);
   add_dense(call.set, dw.address, dw.dtype, numel, true);
 
-  // The implicit GEMM when the whole batch is one chunk (dW written once from fp32 sums).
+  // The implicit GEMM when the whole batch is one chunk (dW written once from fp32 sums), or
+  // split over the batch into float32 partials summed by a GEMM (few output tiles, a long
+  // reduction: the early layers of CNNs).
   if (use_implicit(stream, p, false) && p.n * p.l <= kMaxIndex &&
       span(xs, p.n, p.c, p.in) <= kMaxIndex && span(ys, p.n, p.cout, p.out) <= kMaxIndex) {
-    ImplicitGemm op(stream, p, 2);
-    if (op.within_budget(p.n)) {
-      const ConvGeometryBlock g = xy_geometry(p, xs, ys, y_l);
-      return op.record(g, x.address, x.dtype, 0, dw.address, dw.dtype, 0,
-                       Operand{dy.address, dy.dtype}, Operand{}, p.n);
+    int64_t splits = weight_gradient_splits(p, ImplicitGemm(stream, p, 2).tiles(p.n));
+    const int64_t per_split = (p.n + splits - 1) / splits;
+    splits = (p.n + per_split - 1) / per_split;
+    if (splits > 1 && splits * numel > kMaxIndex) splits = 1;
+    const ConvGeometryBlock g = xy_geometry(p, xs, ys, y_l);
+    const Operand dy_op{dy.address, dy.dtype};
+    if (splits > 1) {
+      ImplicitGemm op(stream, p, 2, splits);
+      if (op.within_budget(per_split)) {
+        Scratch partials(stream, static_cast<uint64_t>(splits * numel) * 4);
+        op.record(g, x.address, x.dtype, 0, partials.address(), DType::Float32, 0, dy_op,
+                  Operand{}, p.n, per_split);
+        sum_partials(stream, partials.address(), splits, numel, dw);
+        return;
+      }
     }
+    ImplicitGemm op(stream, p, 2);
+    if (op.within_budget(p.n))
+      return op.record(g, x.address, x.dtype, 0, dw.address, dw.dtype, 0, dy_op, Operand{}, p.n);
   }
   // Per sample: C*K*L column elements, plus COUT*L of dY^T when the chunk holds several.
   const int64_t col_per_sample = ck * p.l, dyt_per_sample = p.cout * p.l;

@@ -74,6 +74,10 @@ struct ConvTuning {
   struct ImplicitTile {
     uint32_t tm = 4, tn = 4, wm = 16, wn = 16, bk = 16;
   } implicit_tile;
+  // The implicit weight gradient's batch splits (partials summed afterwards): 0 automatic
+  // (few output tiles over a long reduction), 1 never, n > 1 that many (at most the batch;
+  // TORCH_VK_CONV_WEIGHT_SPLITS).
+  int64_t weight_splits = 0;
 };
 ConvTuning& conv_tuning();
 

@@ -351,16 +351,22 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("tile", ["", "2,2,4,8,8", "3,1,8,4,5"], ids=["default", "small", "odd"])
-def test_implicit_gemm_forced(tile):
+@pytest.mark.parametrize("tile,splits", [("", ""), ("2,2,4,8,8", ""), ("3,1,8,4,5", ""),
+                                         ("", "3"), ("3,1,8,4,5", "2")],
+                         ids=["default", "small", "odd", "weight-splits-3", "odd-weight-splits-2"])
+def test_implicit_gemm_forced(tile, splits):
     """The implicit GEMMs (the GPUs' default for the forward, the input and the weight
     gradient; CPU devices use im2col + GEMM / col2im) forced on every regular and transposed case and layout, with the default tile and two small profiles (a
     non-square workgroup, a register block of 3, a reduction step of 5) that put the
-    partial-tile and multi-tile edges into these small problems."""
+    partial-tile and multi-tile edges into these small problems; and the weight gradient
+    split over the batch (float32 partials summed by a GEMM; batches smaller than the count
+    take one sample per split, 2 splits of the batch of 3 leave a shorter last one)."""
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, TORCH_VK_CONV_ALGO="implicit")
     if tile:
         env["TORCH_VK_CONV_IMPLICIT_TILE"] = tile
+    if splits:
+        env["TORCH_VK_CONV_WEIGHT_SPLITS"] = splits
     r = subprocess.run([sys.executable, "-c", _IMPLICIT_SCRIPT, here], env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
