@@ -397,11 +397,11 @@ bool bind_texel(Stream& stream, const Gemm& p, const Config& cfg, TexelOperands*
 }
 
 // One dispatch of `p` (already validated and normalized) with configuration `cfg`; with an
-// epilogue, `epilogue_shader` is the run-time built variant and `epilogue_args` the address
-// of its argument block.
+// epilogue, `epilogue_shader` is the run-time built variant, `epilogue_args` the address
+// of its argument block and `epilogue_accesses` what it touches (null: anything).
 void record(Stream& stream, const Gemm& p, const Config& cfg,
             const ShaderBinary* epilogue_shader = nullptr, uint64_t epilogue_args = 0,
-            const TexelOperands* texel = nullptr) {
+            const TexelOperands* texel = nullptr, const AccessSet* epilogue_accesses = nullptr) {
   const ShaderBinary* shader = epilogue_shader;
   if (!shader) {
     const std::string name = texel ? std::string(texel_shader(p.a.dtype))
@@ -497,11 +497,22 @@ void record(Stream& stream, const Gemm& p, const Config& cfg,
       has_bias ? static_cast<uint32_t>(p.bias.dtype) : UINT32_MAX,  // -1: no bias
       cfg.tm, cfg.tn, cfg.wm, cfg.wn, cfg.bk, a_load, b_load, unit, exact_grid, cfg.stages};
   VkPipeline pipeline = stream.device().pipelines().get(*shader, cfg.workgroup(), spec);
-  // A run-time epilogue may read more operands (through its argument block): ordered against
-  // everything.
-  const AccessSet accesses = detail::gemm_accesses(p);
+  // A run-time epilogue reads and writes more operands through its argument block: what its
+  // caller declared, else ordered against everything.
+  AccessSet accesses = detail::gemm_accesses(p);
+  if (epilogue_shader && epilogue_accesses) {
+    if (!epilogue_accesses->known()) accesses.everything();
+    for (int i = 0; i < epilogue_accesses->size(); ++i) {
+      const MemoryRange& r = (*epilogue_accesses)[i];
+      if (r.write)
+        accesses.write(r.begin, r.end - r.begin);
+      else
+        accesses.read(r.begin, r.end - r.begin);
+    }
+  }
+  const bool declared = !epilogue_shader || epilogue_accesses;
   stream.dispatch(pipeline, gx, gy, gz, &push, sizeof(push), texel ? texel->views : nullptr,
-                  texel ? 6 : 0, epilogue_shader ? nullptr : &accesses);
+                  texel ? 6 : 0, declared ? &accesses : nullptr);
   g_last_algorithm = texel ? "texel" : cfg.texel ? "?" : algo_name(cfg);
 }
 
@@ -875,7 +886,7 @@ void gemm(Stream& stream, const Gemm& problem, const GemmEpilogueCall& epilogue)
   const ShaderBinary& shader = epilogue_variant(cfg, p.kind, p.a.dtype, epilogue.id);
   const uint64_t args =
       epilogue.args_bytes > 0 ? stream.upload_params(epilogue.args, epilogue.args_bytes) : 0;
-  record(stream, p, cfg, &shader, args, use_texel ? &texel : nullptr);
+  record(stream, p, cfg, &shader, args, use_texel ? &texel : nullptr, epilogue.accesses);
 }
 
 }  // namespace tvk::kernels

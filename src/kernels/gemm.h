@@ -15,6 +15,7 @@
 #include "kernels/kernels.h"
 
 namespace tvk {
+class AccessSet;
 class Stream;
 }
 
@@ -99,6 +100,9 @@ struct GemmEpilogueCall {
   int64_t id = -1;            // from register_gemm_epilogue
   const void* args = nullptr; // the argument block (copied to the stream's parameter memory)
   size_t args_bytes = 0;
+  // What the epilogue reads and writes through its argument block (hazard tracking, beside
+  // the product's own A, B and bias); null: any memory (ordered against everything).
+  const AccessSet* accesses = nullptr;
 };
 
 // gemm() with an epilogue: C is not written (problem.c gives only its dtype; its address may

@@ -221,7 +221,9 @@ void launch_gemm_epilogue(int64_t epilogue_id, const at::Tensor& mat1, const at:
   for (const at::Tensor* t : {&mat1, &mat2})
     if (!at::isFloatingType(t->scalar_type()) || t->scalar_type() == at::kDouble)
       value_error(std::string(what) + ": operands must be float32, float16 or bfloat16");
-  const c10::SmallVector<uint64_t, 16> addresses = tensor_addresses(tensors, what);
+  // The epilogue's tensors: their whole storage read and written (hazard tracking).
+  AccessSet accesses;
+  const c10::SmallVector<uint64_t, 16> addresses = tensor_addresses(tensors, what, &accesses);
   const c10::SmallVector<float, 16> float_values = float_arguments(floats, what);
   std::vector<uint8_t> block(8 * addresses.size() + 4 * float_values.size());
   if (!addresses.empty()) std::memcpy(block.data(), addresses.data(), 8 * addresses.size());
@@ -245,7 +247,7 @@ void launch_gemm_epilogue(int64_t epilogue_id, const at::Tensor& mat1, const at:
       const kernels::Operand c = operand(*bias, what);
       g.bias = kernels::GemmMatrix{c.address, c.dtype, bias->stride(0), bias->stride(1), 0};
     }
-    kernels::GemmEpilogueCall call{epilogue_id, block.data(), block.size()};
+    kernels::GemmEpilogueCall call{epilogue_id, block.data(), block.size(), &accesses};
     try {
       kernels::gemm(current_stream(), g, call);
     } catch (const std::invalid_argument& e) {
