@@ -75,6 +75,21 @@ void check_int32(const char* where, int64_t v, const char* what) {
 
 int32_t narrow(int64_t v) { return static_cast<int32_t>(v); }
 
+// Adds a [tokens, heads, dim] operand (unit stride along dim) to `set`.
+void add_rows(AccessSet& set, const Operand& op, int64_t tokens, int64_t heads, int64_t dim,
+              const RowStrides& st, bool write) {
+  const int64_t sizes[3] = {dim, heads, tokens}, strides[3] = {1, st.head, st.token};
+  add_strided(set, op.address, op.dtype, 3, sizes, strides, write);
+}
+
+// Adds a cache [num_blocks, kv_heads, block_size, dim] (unit stride along dim) to `set`.
+void add_cache(AccessSet& set, const Operand& op, int64_t blocks, int64_t heads,
+               int64_t block_size, int64_t dim, const CacheStrides& st, bool write) {
+  const int64_t sizes[4] = {dim, block_size, heads, blocks};
+  const int64_t strides[4] = {1, st.token, st.head, st.block};
+  add_strided(set, op.address, op.dtype, 4, sizes, strides, write);
+}
+
 const ShaderBinary& shader(const char* where, const std::string& name) {
   const ShaderBinary* s = find_shader(name);
   if (!s) invalid(where, "no shader variant '" + name + "' (stale build?)");
@@ -136,7 +151,15 @@ void reshape_and_cache(Stream& stream, const ReshapeAndCache& p) {
   const uint64_t params = stream.upload_params(&a, sizeof a);
   VkPipeline pipeline =
       stream.device().pipelines().get(shader(kCacheWhere, "paged_attention.cache"), 256);
-  stream.dispatch(pipeline, groups, 1, 1, &params, sizeof params);
+  // key, value and the slots read; the caches written (the device error record is claimed
+  // atomically and read by the host after a wait: not declared).
+  AccessSet accesses;
+  add_rows(accesses, p.key, p.tokens, p.kv_heads, p.E, p.key_strides, false);
+  add_rows(accesses, p.value, p.tokens, p.kv_heads, p.Ev, p.value_strides, false);
+  add_dense(accesses, p.slot_mapping.address, p.slot_mapping.dtype, p.tokens, false);
+  add_cache(accesses, p.key_cache, p.num_blocks, p.kv_heads, p.block_size, p.E, kc, true);
+  add_cache(accesses, p.value_cache, p.num_blocks, p.kv_heads, p.block_size, p.Ev, vc, true);
+  stream.dispatch(pipeline, groups, 1, 1, &params, sizeof params, nullptr, 0, &accesses);
 }
 
 PagedAttentionAlgo paged_attention_algorithm(Stream& stream) {
@@ -213,6 +236,18 @@ void paged_attention(Stream& stream, const PagedAttention& p) {
   a.scale = p.scale;
   a.softcap = p.softcap;
 
+  // The query, the caches and the request tables read; out written.
+  AccessSet accesses;
+  add_rows(accesses, p.query, p.tokens, p.heads, p.E, p.query_strides, false);
+  add_cache(accesses, p.key_cache, p.num_blocks, p.kv_heads, p.block_size, p.E, kc, false);
+  add_cache(accesses, p.value_cache, p.num_blocks, p.kv_heads, p.block_size, p.Ev, vc, false);
+  const int64_t bt_sizes[2] = {p.block_table_width, p.num_reqs};
+  const int64_t bt_strides[2] = {1, p.block_table_stride};
+  add_strided(accesses, p.block_table.address, DType::Int32, 2, bt_sizes, bt_strides, false);
+  add_dense(accesses, p.seq_lens.address, DType::Int32, p.num_reqs, false);
+  add_dense(accesses, p.query_start_loc.address, DType::Int32, p.num_reqs + 1, false);
+  add_rows(accesses, p.out, p.tokens, p.heads, p.Ev, p.out_strides, true);
+
   const int64_t dim = std::max(p.E, p.Ev);
   const std::string dmax = dim <= 64 ? "d64" : dim <= 128 ? "d128" : "d256";
   // Keys an invocation walks: the longest sequence (callers pass an upper bound), at least
@@ -242,7 +277,7 @@ void paged_attention(Stream& stream, const PagedAttention& p) {
     VkPipeline pipeline = stream.device().pipelines().get(shader(kWhere, name), kTile, spec);
     const uint64_t params = stream.upload_params(&a, sizeof a);
     stream.dispatch(pipeline, token_groups, static_cast<uint32_t>(p.heads), 1, &params,
-                    sizeof params);
+                    sizeof params, nullptr, 0, &accesses);
     return;
   }
 
@@ -270,7 +305,7 @@ void paged_attention(Stream& stream, const PagedAttention& p) {
                                       static_cast<uint32_t>(p.Ev)};
   VkPipeline pipeline = stream.device().pipelines().get(shader(kWhere, name), wg, spec);
   const uint64_t params = stream.upload_params(&a, sizeof a);
-  stream.dispatch(pipeline, groups, 1, 1, &params, sizeof params);
+  stream.dispatch(pipeline, groups, 1, 1, &params, sizeof params, nullptr, 0, &accesses);
 }
 
 }  // namespace tvk::kernels

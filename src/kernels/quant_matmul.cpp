@@ -112,15 +112,25 @@ void weight_only_matmul(Stream& stream, const WeightOnlyMatmul& p) {
   const ShaderBinary* shader = find_shader(name);
   if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
   const uint64_t params = stream.upload_params(&a, sizeof a);
+  // A (M rows lda apart), the weight bytes and the scales read; C (M rows ldc apart) written.
+  AccessSet accesses;
+  const int64_t a_sizes[2] = {p.K, p.M}, a_strides[2] = {1, p.lda};
+  const int64_t c_sizes[2] = {p.N, p.M}, c_strides[2] = {1, p.ldc};
+  add_strided(accesses, p.a.address, dt, 2, a_sizes, a_strides, false);
+  add_dense(accesses, p.weight.address, DType::UInt8, p.N * row_bytes, false);
+  add_dense(accesses, p.scales.address, p.scales.dtype,
+            int4 ? (p.K / p.group_size) * p.N * 2 : p.N, false);
+  add_strided(accesses, p.c.address, p.c.dtype, 2, c_sizes, c_strides, true);
   if (rows) {
     VkPipeline pipeline = stream.device().pipelines().get(*shader, kGemvThreads);
-    stream.dispatch(pipeline, row_groups, 1, 1, &params, sizeof params);
+    stream.dispatch(pipeline, row_groups, 1, 1, &params, sizeof params, nullptr, 0, &accesses);
   } else if (gemv) {
     const uint64_t groups = (p.N + kGemvColumns - 1) / kGemvColumns;
     if (groups > stream.device().caps().max_workgroup_count[0])
       invalid(kWhere, "more output columns than the device's workgroup count allows");
     VkPipeline pipeline = stream.device().pipelines().get(*shader, kGemvThreads);
-    stream.dispatch(pipeline, static_cast<uint32_t>(groups), 1, 1, &params, sizeof params);
+    stream.dispatch(pipeline, static_cast<uint32_t>(groups), 1, 1, &params, sizeof params,
+                    nullptr, 0, &accesses);
   } else {
     const uint64_t gx = (p.N + kTile - 1) / kTile, gy = (p.M + kTile - 1) / kTile;
     if (gx > stream.device().caps().max_workgroup_count[0] ||
@@ -128,7 +138,7 @@ void weight_only_matmul(Stream& stream, const WeightOnlyMatmul& p) {
       invalid(kWhere, "more output tiles than the device's workgroup count allows");
     VkPipeline pipeline = stream.device().pipelines().get(*shader, 256);
     stream.dispatch(pipeline, static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), 1, &params,
-                    sizeof params);
+                    sizeof params, nullptr, 0, &accesses);
   }
 }
 
