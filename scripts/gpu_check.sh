@@ -212,7 +212,7 @@ for dt, name in ((torch.float16, "float16"), (torch.bfloat16, "bfloat16")):
   # ------------------------------------------------------------------------------------- e
   step "e. pytest on the device"
   if [ "$built" = 1 ]; then
-    local tests=${GPU_CHECK_TESTS:-tests/python/test_compile.py tests/python/test_matmul.py tests/python/test_elementwise.py tests/python/test_models.py tests/python/test_attention.py tests/python/test_softmax.py tests/python/test_norm.py tests/python/test_reduce.py tests/python/test_conv.py}
+    local tests=${GPU_CHECK_TESTS:-tests/python/test_compile.py tests/python/test_matmul.py tests/python/test_elementwise.py tests/python/test_models.py tests/python/test_attention.py tests/python/test_attention_dropout.py tests/python/test_softmax.py tests/python/test_norm.py tests/python/test_reduce.py tests/python/test_conv.py}
     local t; t=$(cap 150 5)
     # SIGINT: pytest stops and still prints its summary.
     # shellcheck disable=SC2086
