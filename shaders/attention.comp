@@ -16,7 +16,10 @@
 // owning every TPR-th element of the head dim (its slice of q and of the output accumulator
 // stay in registers). Keys and values stream through shared memory in tiles of BC rows; the
 // softmax is the online one (running max m and sum l, rescaled by exp(m_old - m_new)), all in
-// fp32 whatever the storage dtype (float16 / bfloat16 / float32, converted on load).
+// fp32 whatever the storage dtype (float16 / bfloat16 / float32, converted on load). A row's
+// partial dot products are summed through shared memory and a barrier, or (the .subgroup
+// variants, ATTENTION_SUBGROUP_SUM: devices with subgroup shuffles) by subgroupShuffleXor
+// among its TPR invocations, which saves the partial-sum tile and one barrier per key tile.
 //
 // Variant ROWS (for CPU devices, lavapipe / SwiftShader, where a workgroup's barriers are
 // coroutine switches and shared memory buys nothing): one invocation per query row, no shared
@@ -54,6 +57,12 @@
 // uploads the parameter block `Params` and passes its address as the only push constant.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
+#ifndef ATTENTION_SUBGROUP_SUM
+#define ATTENTION_SUBGROUP_SUM 0
+#endif
+#if ATTENTION_SUBGROUP_SUM
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 
 #define KIND 0
 #include "common.glsl"
@@ -290,7 +299,9 @@ void main() {
 #else
 shared float Ks[BC][DMAX];
 shared float Vs[BC][DMAX];
+#if !ATTENTION_SUBGROUP_SUM
 shared float Sp[BR][TPR][BC];
+#endif
 
 void main() {
   Params P = Params(pc.params);
@@ -337,6 +348,9 @@ void main() {
       Vs[r][d] = j0 + r < S ? load_f32(P.v, dt, v_base + (j0 + r) * P.v_sl + d) : 0.0;
     }
     barrier();
+    float s[BC];
+    float tile_max = NEG_INF;
+#if !ATTENTION_SUBGROUP_SUM
     for (int jj = 0; jj < BC; ++jj) {
       float part = 0.0;
       for (int c = 0; c < SLICE; ++c) {
@@ -346,11 +360,19 @@ void main() {
       Sp[row][lane][jj] = part;
     }
     barrier();
-    float s[BC];
-    float tile_max = NEG_INF;
+#endif
     for (int jj = 0; jj < BC; ++jj) {
+#if ATTENTION_SUBGROUP_SUM
+      float part = 0.0;
+      for (int c = 0; c < SLICE; ++c) {
+        const int d = c * TPR + lane;
+        if (d < E) part += qr[c] * Ks[jj][d];
+      }
+      float x = attention_lane_sum(part, TPR);
+#else
       float x = 0.0;
       for (int t = 0; t < TPR; ++t) x += Sp[row][t][jj];
+#endif
       const int j = j0 + jj;
       if (!valid || j >= j_hi || excluded(P, b, h, i, j, x)) x = NEG_INF;
       s[jj] = x;

@@ -19,7 +19,8 @@
 //            pass and no atomics.
 // TPR invocations per row own every TPR-th element of the head dim (slices in registers);
 // dot products are summed across them through shared memory, as in the forward's tiled
-// kernel. fp32 math for float16 / bfloat16 / float32 storage; gradients are rounded once.
+// kernel, or by subgroup shuffles (ATTENTION_SUBGROUP_SUM, the .subgroup variants: no
+// partial-sum tiles, one barrier fewer per streamed tile). fp32 math for float16 / bfloat16 / float32 storage; gradients are rounded once.
 // Exclusions as in the forward (shaders/attention_mask.glsl): is_causal (j > i), a boolean
 // mask (false), an additive float mask (-inf).
 //
@@ -28,6 +29,12 @@
 // (attention_backward). The parameter block `BwdParams` (uploaded) is the only push constant.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
+#ifndef ATTENTION_SUBGROUP_SUM
+#define ATTENTION_SUBGROUP_SUM 0
+#endif
+#if ATTENTION_SUBGROUP_SUM
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 
 #define KIND 0
 #include "common.glsl"
@@ -122,8 +129,10 @@ float dropout_factor(BwdParams P, int r, int j, inout int bits_row, inout int bi
 // ---------------------------------------------------------------- DQ pass
 shared float Ks[BC][DMAX];
 shared float Vs[BC][DMAX];
+#if !ATTENTION_SUBGROUP_SUM
 shared float Sp[BR][TPR][BC];  // partial q . k
 shared float Dp[BR][TPR][BC];  // partial dO . v
+#endif
 shared float Red[BR][TPR];
 
 void main() {
@@ -173,6 +182,7 @@ void main() {
       Vs[rr][d] = j0 + rr < S ? load_f32(P.v, dt, v_base + (j0 + rr) * P.v_sl + d) : 0.0;
     }
     barrier();
+#if !ATTENTION_SUBGROUP_SUM
     for (int jj = 0; jj < BC; ++jj) {
       float s = 0.0, dp = 0.0;
       for (int c = 0; c < SLICE; ++c) {  // shared elements past E / Ev were never written
@@ -184,19 +194,30 @@ void main() {
       Dp[row][lane][jj] = dp;
     }
     barrier();
+#endif
     for (int jj = 0; jj < BC; ++jj) {
       float s = 0.0, dp = 0.0;
+#if ATTENTION_SUBGROUP_SUM
+      for (int c = 0; c < SLICE; ++c) {  // shared elements past E / Ev were never written
+        const int d = c * TPR + lane;
+        if (d < E) s += qr[c] * Ks[jj][d];
+        if (d < Ev) dp += dor[c] * Vs[jj][d];
+      }
+      s = attention_lane_sum(s, TPR);
+      dp = attention_lane_sum(dp, TPR);
+#else
       for (int t = 0; t < TPR; ++t) {
         s += Sp[row][t][jj];
         dp += Dp[row][t][jj];
       }
+#endif
       const int j = j0 + jj;
       const float z = dropout_factor(P, r, j, bits_row, bits_q, bits);
       float pz, ds;
       probability(P, valid && j < S, b, h, i, j, s, dp, lse, d_i, z, pz, ds);
-      if (ds == 0.0) continue;
-      for (int c = 0; c < SLICE; ++c)
-        if (c * TPR + lane < E) dq[c] += ds * Ks[jj][c * TPR + lane];
+      if (ds != 0.0)  // (no `continue`: the next iteration's shuffles need every lane)
+        for (int c = 0; c < SLICE; ++c)
+          if (c * TPR + lane < E) dq[c] += ds * Ks[jj][c * TPR + lane];
     }
   }
   if (!valid) return;
@@ -211,8 +232,10 @@ void main() {
 shared float Qs[BR][DMAX];
 shared float Os[BR][DMAX];     // dO rows
 shared float Ls[BR], Ds[BR];   // lse and D of the tile's query rows
+#if !ATTENTION_SUBGROUP_SUM
 shared float Sp[BC][TPR][BR];  // partial k . q
 shared float Dp[BC][TPR][BR];  // partial v . dO
+#endif
 
 void main() {
   BwdParams P = BwdParams(pc.params);
@@ -261,6 +284,7 @@ void main() {
         Ds[lid] = live ? RefF32(tvk_elem_addr(P.d, bh * L + i0 + lid, 2)).v : 0.0;
       }
       barrier();
+#if !ATTENTION_SUBGROUP_SUM
       for (int ii = 0; ii < BR; ++ii) {
         float s = 0.0, dp = 0.0;
         for (int c = 0; c < SLICE; ++c) {  // shared elements past E / Ev were never written
@@ -272,21 +296,33 @@ void main() {
         Dp[row][lane][ii] = dp;
       }
       barrier();
+#endif
       for (int ii = 0; ii < BR; ++ii) {
         float s = 0.0, dp = 0.0;
+#if ATTENTION_SUBGROUP_SUM
+        for (int c = 0; c < SLICE; ++c) {  // shared elements past E / Ev were never written
+          const int d = c * TPR + lane;
+          if (d < E) s += kr[c] * Qs[ii][d];
+          if (d < Ev) dp += vr[c] * Os[ii][d];
+        }
+        s = attention_lane_sum(s, TPR);
+        dp = attention_lane_sum(dp, TPR);
+#else
         for (int t = 0; t < TPR; ++t) {
           s += Sp[row][t][ii];
           dp += Dp[row][t][ii];
         }
+#endif
         const int i = i0 + ii;
         const float z = dropout_factor(P, bh * L + i, j, bits_row, bits_q, bits);
         float pz, ds;
         probability(P, valid && i < L, b, h, i, j, s, dp, Ls[ii], Ds[ii], z, pz, ds);
-        if (pz == 0.0 && ds == 0.0) continue;
-        for (int c = 0; c < SLICE; ++c) {
-          const int d = c * TPR + lane;
-          if (d < Ev) dv[c] += pz * Os[ii][d];
-          if (d < E) dk[c] += ds * Qs[ii][d];
+        if (pz != 0.0 || ds != 0.0) {  // (no `continue`: the next shuffles need every lane)
+          for (int c = 0; c < SLICE; ++c) {
+            const int d = c * TPR + lane;
+            if (d < Ev) dv[c] += pz * Os[ii][d];
+            if (d < E) dk[c] += ds * Qs[ii][d];
+          }
         }
       }
     }

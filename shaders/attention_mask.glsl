@@ -32,4 +32,15 @@ bool attention_dropout_keep(uvec4 block, uint threshold, int j) {
   return x < threshold;
 }
 
+#if ATTENTION_SUBGROUP_SUM
+// The sum of `v` over the TPR invocations of one row (consecutive invocations, TPR a power of
+// two dividing the subgroup size): a butterfly of subgroupShuffleXor, every lane getting the
+// same bits (each step adds the same two values on both sides). Called in uniform control
+// flow only. The variants without it sum through shared memory and a barrier.
+float attention_lane_sum(float v, int tpr) {
+  for (int o = 1; o < tpr; o <<= 1) v += subgroupShuffleXor(v, uint(o));
+  return v;
+}
+#endif
+
 #endif  // TVK_ATTENTION_MASK_GLSL

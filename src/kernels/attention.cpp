@@ -271,6 +271,16 @@ AttentionTuning& attention_tuning() {
   return t;
 }
 
+bool attention_subgroup_sums(Stream& stream, int64_t tpr) {
+  if (!attention_tuning().subgroup_sums) return false;
+  if (const char* v = std::getenv("TORCH_VK_ATTENTION_SUBGROUP"); v && std::strcmp(v, "0") == 0)
+    return false;
+  const DeviceCapabilities& caps = stream.device().caps();
+  // The TPR invocations of a row are consecutive: a subgroup size that is a multiple of TPR
+  // keeps them in one subgroup.
+  return caps.subgroup_shuffle && caps.subgroup_size >= tpr && caps.subgroup_size % tpr == 0;
+}
+
 AttentionTuning::Algo attention_algorithm(Stream& stream) {
   using Algo = AttentionTuning::Algo;
   const Algo forced = attention_tuning().algo;
@@ -356,7 +366,8 @@ void attention_forward(Stream& stream, const AttentionForward& p) {
   if (stream.device().caps().max_shared_memory_size < shared_bytes)
     invalid(kWhere, "the device has too little shared memory (" + std::to_string(shared_bytes) +
                         " bytes needed)");
-  const std::string name = "attention.forward.d" + std::to_string(dmax);
+  const std::string name = "attention.forward.d" + std::to_string(dmax) +
+                           (attention_subgroup_sums(stream, 4) ? ".subgroup" : "");
   const ShaderBinary* shader = find_shader(name);
   if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
   if (tiles > 65535) invalid(kWhere, "more than 65535 query tiles");
@@ -555,7 +566,8 @@ void attention_backward(Stream& stream, const AttentionBackward& problem) {
   fill_dropout(a, p.dropout, kBackwardWhere);
 
   const BackwardGeometry geometry = backward_geometry(p);
-  const std::string suffix = ".d" + std::to_string(geometry.dmax);
+  const std::string suffix = ".d" + std::to_string(geometry.dmax) +
+                             (attention_subgroup_sums(stream, geometry.tpr) ? ".subgroup" : "");
   const ShaderBinary* dq_shader = find_shader("attention_backward.dq" + suffix);
   const ShaderBinary* dkv_shader = find_shader("attention_backward.dkv" + suffix);
   if (!dq_shader || !dkv_shader)

@@ -73,8 +73,16 @@ struct AttentionTuning {
   // -1 never splits; 0: TORCH_VK_ATTENTION_SPLIT_KEYS, else split when the query tiles give
   // fewer than 256 workgroups over at least 512 keys). See shaders/attention.comp.
   int64_t split_keys = 0;
+  // Tiled forward and fused backward: sum each row's partial dot products with subgroup
+  // shuffles (the .subgroup shader variants) where the device has them and its subgroups
+  // hold whole rows; false: through shared memory. TORCH_VK_ATTENTION_SUBGROUP=0 (read at
+  // every launch) also turns them off.
+  bool subgroup_sums = true;
 };
 AttentionTuning& attention_tuning();
+
+// Whether the tiled kernels with `tpr` invocations per row take their .subgroup variants.
+bool attention_subgroup_sums(Stream& stream, int64_t tpr);
 
 // The strategy attention_forward uses on this stream's device (never Auto).
 AttentionTuning::Algo attention_algorithm(Stream& stream);

@@ -31,18 +31,22 @@ BWD_TOL = {torch.float32: dict(atol=5e-5, rtol=5e-5), torch.float16: dict(atol=1
            torch.bfloat16: dict(atol=6e-2, rtol=6e-2)}
 
 
-@pytest.fixture(params=["rows", "tiled", "tiled-split"])
+@pytest.fixture(params=["rows", "tiled", "tiled-split", "tiled-shared"])
 def algo(request, monkeypatch):
     """Forces one strategy of the fused kernels for the test, as each device type runs them.
     rows: the CPU devices' forward and the backward by GEMM recomputation. tiled: the GPUs'
-    tiled forward (split-KV where it splits on its own) and the fused two-pass backward.
-    tiled-split: the same with the keys split into chunks of 16 (one key tile each: every
-    multi-tile case has several chunks) merged by the combine pass."""
+    tiled forward (split-KV where it splits on its own) and the fused two-pass backward, their
+    row sums by subgroup shuffles where the device has them. tiled-split: the same with the
+    keys split into chunks of 16 (one key tile each: every multi-tile case has several chunks)
+    merged by the combine pass. tiled-shared: tiled with the row sums through shared memory
+    (devices without subgroup shuffles)."""
     name = request.param
     monkeypatch.setenv("TORCH_VK_ATTENTION_ALGO", name.split("-")[0])
     monkeypatch.setenv("TORCH_VK_ATTENTION_BACKWARD", "gemm" if name == "rows" else "fused")
     if name == "tiled-split":
         monkeypatch.setenv("TORCH_VK_ATTENTION_SPLIT_KEYS", "16")
+    if name == "tiled-shared":
+        monkeypatch.setenv("TORCH_VK_ATTENTION_SUBGROUP", "0")
     return name
 
 
