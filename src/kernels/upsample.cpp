@@ -146,7 +146,13 @@ void upsample(Stream& stream, const Upsample& p) {
   else
     spec = {UINT32_MAX, UINT32_MAX};
   VkPipeline pipeline = stream.device().pipelines().get(*shader, kWorkgroup, spec);
-  stream.dispatch(pipeline, group_count(stream, produced, kWorkgroup), 1, 1, &push, sizeof(push));
+  // Dense operands: x / grad_input of in_numel elements, y / grad_output of out_numel; the
+  // input read, the output written.
+  AccessSet accesses;
+  add_dense(accesses, p.in.address, p.in.dtype, p.backward ? out_numel : in_numel, false);
+  add_dense(accesses, p.out.address, p.out.dtype, p.backward ? in_numel : out_numel, true);
+  stream.dispatch(pipeline, group_count(stream, produced, kWorkgroup), 1, 1, &push, sizeof(push),
+                  nullptr, 0, &accesses);
 }
 
 // ---------------------------------------------------------------- table-driven resampling
