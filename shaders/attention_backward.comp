@@ -10,7 +10,7 @@
 // the same either way (dO_i . O_i = sum_j p_ij z_ij dO_i . v_j).
 //   DQ pass  (one workgroup per (b * h, tile of BR query rows); keys / values stream through
 //            shared memory in tiles of BC): dq_i = scale * sum_j ds_ij k_j, and D_i written
-//            for the second pass.
+//            for the second pass; with `dbias`, every ds_ij too (a float mask's gradient).
 //   DKV pass (one workgroup per (b * hk, tile of BC key rows); queries / output gradients
 //            stream through shared memory in tiles of BR, over every query head of the key
 //            head, hk = h / group): dv_j = sum_(h, i) p_ij z_ij dO_i,
@@ -86,7 +86,9 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Bwd
   uvec2 drop_counter;                                   // 256 dropout: Philox counter words 2, 3
   uint drop_threshold;                                  // 264 dropout: a key is kept below this
   float drop_scale;                                     // 268 1 / (1 - dropout_p)
-};                                                      // 272 bytes
+  uint64_t dbias;                                       // 272 DQ pass: ds_ij at (bh * L + i) * S
+                                                        //     + j, float32 (0: not written)
+};                                                      // 280 bytes
 
 layout(push_constant) uniform Push { uint64_t params; } pc;
 
@@ -215,6 +217,9 @@ void main() {
       const float z = dropout_factor(P, r, j, bits_row, bits_q, bits);
       float pz, ds;
       probability(P, valid && j < S, b, h, i, j, s, dp, lse, d_i, z, pz, ds);
+      // A float mask's gradient: d(score) itself (keys the pass skips stay the caller's 0).
+      if (P.dbias != 0ul && lane == 0 && valid && j < S)
+        RefF32(tvk_elem_addr(P.dbias, r * S + j, 2)).v = ds;
       if (ds != 0.0)  // (no `continue`: the next iteration's shuffles need every lane)
         for (int c = 0; c < SLICE; ++c)
           if (c * TPR + lane < E) dq[c] += ds * Ks[jj][c * TPR + lane];

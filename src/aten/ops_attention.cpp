@@ -5,9 +5,9 @@
 //   * overrideable -> _scaled_dot_product_fused_attention_overrideable: the fused forward kernel
 //     (src/kernels/attention.h) writes the output and the row logsumexp in one pass; its
 //     backward recomputes the probabilities from the saved logsumexp, on GPUs in the fused
-//     two-pass kernel (attention_backward, head dims up to 256), else (CPU devices, a float
-//     mask that needs its gradient) with native matmul and element-wise ops (fp32 math for
-//     float16 / bfloat16).
+//     two-pass kernel (attention_backward, head dims up to 256; a float mask's gradient from
+//     its d(score) tile), else (CPU devices) with native matmul and element-wise ops (fp32
+//     math for float16 / bfloat16).
 //     A boolean attn_mask reaches the op already converted by PyTorch's composite
 //     scaled_dot_product_attention (convert_boolean_attn_mask: at::where(mask, 0, -inf) in q's
 //     dtype, one element-wise dispatch over the mask's own, unbroadcast shape); the Rows
@@ -250,19 +250,18 @@ bool fused_backward_wanted(tvk::Stream& stream) {
 }
 
 // The fused backward (src/kernels/attention.h, attention_backward) when it covers the problem;
-// false (nothing recorded) otherwise. q4 .. lse: the forward's tensors as 4-D views.
+// false (nothing recorded) otherwise. q4 .. lse: the forward's tensors as 4-D views. A float
+// mask's gradient (grad_input_mask[3]) comes from the dq pass's d(score) tile, summed to the
+// mask's shape.
 bool fused_backward(const char* op, const at::Tensor& query, const at::Tensor& key,
                     const at::Tensor& value, const at::Tensor& grad_out, const at::Tensor& out,
                     const at::Tensor& logsumexp, const at::Tensor& attn_bias, bool is_causal,
                     double scale, const kernels::AttentionDropout& dropout,
                     std::array<bool, 4> grad_input_mask, at::Tensor& dq, at::Tensor& dk,
-                    at::Tensor& dv) {
+                    at::Tensor& dv, at::Tensor& dbias) {
   const c10::DeviceGuard guard(query.device());
   tvk::Stream& stream = current_stream(query.device().index());
   if (!fused_backward_wanted(stream)) return false;
-  // A float mask's own gradient needs the score gradients materialized: the GEMM path.
-  if (grad_input_mask[3] && attn_bias.defined() && at::isFloatingType(attn_bias.scalar_type()))
-    return false;
   if (!is_kernel_dtype(query.scalar_type()) || grad_out.scalar_type() != query.scalar_type() ||
       out.scalar_type() != query.scalar_type() || key.scalar_type() != query.scalar_type() ||
       value.scalar_type() != query.scalar_type())
@@ -280,6 +279,9 @@ bool fused_backward(const char* op, const at::Tensor& query, const at::Tensor& k
   p.causal = is_causal;
   p.dropout = dropout;
   if (!kernels::attention_backward_supported(stream, bp)) return false;
+  const bool mask_grad =
+      grad_input_mask[3] && attn_bias.defined() && at::isFloatingType(attn_bias.scalar_type());
+  if (mask_grad && B * H * L * S > std::numeric_limits<int32_t>::max()) return false;
   at::Tensor mask;
   if (attn_bias.defined()) {
     at::Tensor bias = attn_bias;
@@ -301,6 +303,11 @@ bool fused_backward(const char* op, const at::Tensor& query, const at::Tensor& k
   const at::Tensor gq4 = three_d ? gq.unsqueeze(0) : gq, gk4 = three_d ? gk.unsqueeze(0) : gk;
   const at::Tensor gv4 = three_d ? gv.unsqueeze(0) : gv;
   const at::Tensor lse = logsumexp.to(at::kFloat).contiguous();
+  // d(scores) [B, H, L, S] for the mask's gradient: the pass skips the keys a causal tile
+  // never reaches, whose gradient is 0.
+  const at::Tensor dscores =
+      mask_grad ? at::zeros({B, H, L, S}, query.options().dtype(at::kFloat)) : at::Tensor();
+  if (mask_grad && dscores.numel() > 0) bp.grad_bias = operand(dscores, op);
   if (B * H > 0 && (L > 0 || S > 0)) {
     if (S == 0) {  // no keys: nothing flows back to q
       gq.zero_();
@@ -329,6 +336,11 @@ bool fused_backward(const char* op, const at::Tensor& query, const at::Tensor& k
   if (grad_input_mask[0]) dq = finish(gq, query);
   if (grad_input_mask[1]) dk = finish(gk, key);
   if (grad_input_mask[2]) dv = finish(gv, value);
+  if (mask_grad) {
+    at::Tensor g = at::sum_to(three_d ? dscores.squeeze(0) : dscores, attn_bias.sizes());
+    dbias = at::empty_like(attn_bias);
+    dbias.copy_(g);
+  }
   return true;
 }
 
@@ -366,10 +378,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   };
   {
     const double sc0 = scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(query.size(-1)));
-    at::Tensor dq0, dk0, dv0;
+    at::Tensor dq0, dk0, dv0, dbias0;
     if (fused_backward(op, query, key, value, grad_out, out, logsumexp, attn_bias, is_causal, sc0,
-                       dropout, grad_input_mask, dq0, dk0, dv0))
-      return {dq0, dk0, dv0, at::Tensor()};
+                       dropout, grad_input_mask, dq0, dk0, dv0, dbias0))
+      return {dq0, dk0, dv0, dbias0};
   }
   const at::Tensor q = opmath(as4(query)), k = opmath(as4(key)), v = opmath(as4(value));
   const at::Tensor dO = opmath(as4(grad_out)), O = opmath(as4(out));

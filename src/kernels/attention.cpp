@@ -68,8 +68,9 @@ struct AttentionBackwardParams {
   uint32_t drop_seed[2], drop_counter[2];
   uint32_t drop_threshold;
   float drop_scale;
+  uint64_t dbias;  // DQ pass: ds written here (0: not)
 };
-static_assert(sizeof(AttentionBackwardParams) == 272);
+static_assert(sizeof(AttentionBackwardParams) == 280);
 
 // The dropout fields shared by both parameter blocks: Philox key = seed, counter words 2, 3 =
 // offset / 4 (the generator's contract, src/aten/generator.h); flags bit 2 when p > 0.
@@ -520,6 +521,12 @@ void attention_backward(Stream& stream, const AttentionBackward& problem) {
   if (!is_float_storage(p.q.dtype)) invalid(kBackwardWhere, "q must be float16, bfloat16 or float32");
   if (p.lse.dtype != DType::Float32) invalid(kBackwardWhere, "logsumexp must be float32");
   check_mask(p);
+  if (problem.grad_bias.address != 0) {
+    if (problem.grad_bias.dtype != DType::Float32 || problem.grad_bias.address % 4 != 0)
+      invalid(kBackwardWhere, "grad_bias must be float32");
+    if (p.batch * p.heads * p.L * p.S > kMaxIndex)
+      invalid(kBackwardWhere, "grad_bias: more elements than the kernel's 32-bit index range");
+  }
   const int64_t kv_heads = p.heads / p.group;
   auto check_span = [&](const AttentionStrides& st, int64_t heads, int64_t rows, int64_t dim,
                         const char* what) {
@@ -564,6 +571,7 @@ void attention_backward(Stream& stream, const AttentionBackward& problem) {
   a.flags = (p.causal ? 1 : 0) | (has_mask ? 2 : 0);
   a.scale = p.scale;
   fill_dropout(a, p.dropout, kBackwardWhere);
+  a.dbias = problem.grad_bias.address;
 
   const BackwardGeometry geometry = backward_geometry(p);
   const std::string suffix = ".d" + std::to_string(geometry.dmax) +
@@ -594,6 +602,8 @@ void attention_backward(Stream& stream, const AttentionBackward& problem) {
   add_dense(inputs, d, DType::Float32, rows, true);
   AccessSet dq_accesses = inputs, dkv_accesses = inputs;
   add_heads(dq_accesses, problem.grad_q, p.batch, p.heads, p.L, p.E, problem.grad_q_strides, true);
+  add_dense(dq_accesses, problem.grad_bias.address, DType::Float32, p.batch * p.heads * p.L * p.S,
+            true);
   add_heads(dkv_accesses, problem.grad_k, p.batch, kv_heads, p.S, p.E, problem.grad_k_strides, true);
   add_heads(dkv_accesses, problem.grad_v, p.batch, kv_heads, p.S, p.Ev, problem.grad_v_strides,
             true);

@@ -108,12 +108,14 @@ void attention_probabilities(Stream& stream, const AttentionForward& problem, Op
 // contiguous. Two passes recompute the probabilities from lse tile by tile (nothing of size
 // L x S is stored): dq (and D = rowsum(dO * O), in a float32 scratch buffer), then dk and dv
 // with every query head of a key head summed by the key's own invocations (GQA without
-// atomics), dropout regenerated from forward.dropout. A float mask's gradient is not
-// computed here.
+// atomics), dropout regenerated from forward.dropout. With grad_bias (float32 contiguous
+// [batch, heads, L, S], zero-filled by the caller) the dq pass also writes d(score) of every
+// pair it visits: the gradient of an additive float mask before its broadcast is summed.
 struct AttentionBackward {
   AttentionForward forward;
   Operand grad_out, grad_q, grad_k, grad_v;
   AttentionStrides grad_out_strides, grad_q_strides, grad_k_strides, grad_v_strides;
+  Operand grad_bias{0, DType::Float32};
 };
 
 // Largest head dim of the fused backward.
