@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/launch.h"
@@ -165,10 +166,22 @@ void scan(Stream& stream, const Scan& p) {
   push.carry_addr = carries;
   push.carry_idx_addr = carry_indices;
   push.count = static_cast<int32_t>(count);
+  // Dense [outer, dim, inner] operands: the input read (it may be the output: in-place), the
+  // output and the indices written; the carries of chunked rows read and written (each chunk
+  // continues the previous one's).
+  AccessSet accesses;
+  add_dense(accesses, p.in.address, p.in.dtype, numel, false);
+  add_dense(accesses, p.out.address, p.out.dtype, numel, true);
+  if (pair) add_dense(accesses, p.indices.address, DType::Int64, numel, true);
+  for (auto [address, bytes] : {std::pair{carries, rows * 8}, std::pair{carry_indices, rows * 4}})
+    if (address != 0) {
+      accesses.read(address, static_cast<uint64_t>(bytes));
+      accesses.write(address, static_cast<uint64_t>(bytes));
+    }
   try {
     for (int64_t start = 0; start < p.dim; start += count) {
       push.start = static_cast<int32_t>(start);
-      stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+      stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push), nullptr, 0, &accesses);
     }
   } catch (...) {
     if (carries) allocator.free(carries);

@@ -119,6 +119,13 @@ void sort(Stream& stream, const Sort& p) {
   push.out_len = static_cast<int32_t>(p.out_len);
   push.descending = p.descending ? 1 : 0;
 
+  // Every pass: the input read, the output window (values and indices, contiguous [outer,
+  // out_len, inner]) written, the scratch read and written (each merge pass reads the
+  // previous pass's half and writes the other: consecutive passes are ordered).
+  AccessSet accesses;
+  add_dense(accesses, p.in.address, p.in.dtype, numel, false);
+  add_dense(accesses, p.values.address, p.values.dtype, p.outer * p.out_len * p.inner, true);
+  add_dense(accesses, p.indices.address, DType::Int64, p.outer * p.out_len * p.inner, true);
   const VkPipeline tile_pipeline = pipeline_for(stream, "tile", p.in.dtype, wg);
   if (p.n <= tile) {
     int64_t seg = 1;
@@ -126,11 +133,14 @@ void sort(Stream& stream, const Sort& p) {
     push.seg = static_cast<int32_t>(seg);
     push.final_pass = 1;
     const int64_t tiles = (rows + tile / seg - 1) / (tile / seg);
-    stream.dispatch(tile_pipeline, group_count(stream, tiles, 1), 1, 1, &push, sizeof(push));
+    stream.dispatch(tile_pipeline, group_count(stream, tiles, 1), 1, 1, &push, sizeof(push),
+                    nullptr, 0, &accesses);
     return;
   }
 
   if (p.scratch == 0 || p.scratch % 8 != 0) invalid(kWhere, "missing or misaligned scratch");
+  accesses.read(p.scratch, sort_scratch_bytes(p));
+  accesses.write(p.scratch, sort_scratch_bytes(p));
   const uint64_t pairs = static_cast<uint64_t>(numel);
   const uint64_t key_bytes = align8(pairs * (wide_key(p.in.dtype) ? 8 : 4));
   const uint64_t idx_bytes = align8(pairs * 4);
@@ -142,7 +152,8 @@ void sort(Stream& stream, const Sort& p) {
   push.keys_b = keys[0];
   push.idx_b = idxs[0];
   const int64_t segments = rows * ((p.n + tile - 1) / tile);
-  stream.dispatch(tile_pipeline, group_count(stream, segments, 1), 1, 1, &push, sizeof(push));
+  stream.dispatch(tile_pipeline, group_count(stream, segments, 1), 1, 1, &push, sizeof(push),
+                  nullptr, 0, &accesses);
 
   const VkPipeline merge_pipeline = pipeline_for(stream, "merge", p.in.dtype, wg);
   int current = 0;
@@ -153,7 +164,8 @@ void sort(Stream& stream, const Sort& p) {
     push.idx_a = idxs[current];
     push.keys_b = keys[1 - current];
     push.idx_b = idxs[1 - current];
-    stream.dispatch(merge_pipeline, group_count(stream, numel, wg), 1, 1, &push, sizeof(push));
+    stream.dispatch(merge_pipeline, group_count(stream, numel, wg), 1, 1, &push, sizeof(push),
+                    nullptr, 0, &accesses);
     current = 1 - current;
   }
 }
