@@ -302,6 +302,9 @@ shared float Vs[BC][DMAX];
 #if !ATTENTION_SUBGROUP_SUM
 shared float Sp[BR][TPR][BC];
 #endif
+// Dropout: the Philox blocks of the tile's BR rows x BC / 4 key groups, each drawn once per
+// tile by one invocation instead of by every lane of the row.
+shared uvec4 DropBits[BR][BC / 4];
 
 void main() {
   Params P = Params(pc.params);
@@ -314,7 +317,6 @@ void main() {
   const bool valid = i < P.L;
   const int E = P.E, Ev = P.Ev, S = P.S, dt = P.dtype;
   const bool causal = (P.flags & 1) != 0, dropout = (P.flags & 4) != 0;
-  const int drop_row = bh * P.L + i;
 
   float qr[SLICE];
   float acc[SLICE];
@@ -346,6 +348,13 @@ void main() {
     for (int idx = int(lid); idx < BC * Ev; idx += BR * TPR) {
       const int r = idx / Ev, d = idx - r * Ev;
       Vs[r][d] = j0 + r < S ? load_f32(P.v, dt, v_base + (j0 + r) * P.v_sl + d) : 0.0;
+    }
+    if (dropout) {  // (j0 is a multiple of 4: key group q holds keys j0 + 4q ..)
+      for (int idx = int(lid); idx < BR * (BC / 4); idx += BR * TPR) {
+        const int rr = idx / (BC / 4), q = idx - rr * (BC / 4);
+        DropBits[rr][q] = attention_dropout_block(
+            P.drop_seed, P.drop_counter, bh * P.L + int(gl_WorkGroupID.x) * BR + rr, j0 + 4 * q);
+      }
     }
     barrier();
     float s[BC];
@@ -388,9 +397,8 @@ void main() {
       for (int jj = 0; jj < BC; ++jj) {
         float p = tvk_exp(s[jj] - m_new);
         l += p;
-        if (dropout) {  // j0 is a multiple of 4: every group of 4 keys starts at jj % 4 == 0
-          if ((jj & 3) == 0)
-            drop_bits = attention_dropout_block(P.drop_seed, P.drop_counter, drop_row, j0 + jj);
+        if (dropout) {
+          if ((jj & 3) == 0) drop_bits = DropBits[row][jj >> 2];
           if (!attention_dropout_keep(drop_bits, P.drop_threshold, j0 + jj)) p = 0.0;
         }
         for (int c = 0; c < SLICE; ++c) {

@@ -114,17 +114,26 @@ void probability(BwdParams P, bool live, int b, int h, int i, int j, float s, fl
   ds = p * (z * dp - d_i);
 }
 
-// z_ij of row r = bh * L + i, key j; `bits` caches the Philox block of keys 4 (j / 4) ..
-// (rows r of `bits_row`, the group `bits_q`).
-float dropout_factor(BwdParams P, int r, int j, inout int bits_row, inout int bits_q,
-                     inout uvec4 bits) {
-  if ((P.flags & 4) == 0) return 1.0;
-  if (r != bits_row || (j >> 2) != bits_q) {
-    bits_row = r;
-    bits_q = j >> 2;
-    bits = attention_dropout_block(P.drop_seed, P.drop_counter, r, j);
+// Dropout: the Philox blocks of the current tile pair, [query row][key group of 4], each
+// drawn once per tile by one invocation (fill_drop_bits) instead of by every lane of every
+// key of a group. Both passes align key groups to multiples of 4 (tiles of 8 / 16 keys).
+shared uvec4 DropBits[BR][BC / 4];
+
+// Fills DropBits for query rows i0 .. i0 + BR - 1 of (b * heads + h) = bh and keys j0 ..
+// j0 + BC - 1 (before the barrier that publishes the tiles).
+void fill_drop_bits(BwdParams P, int lid, int bh, int i0, int j0) {
+  if ((P.flags & 4) == 0) return;
+  for (int idx = lid; idx < BR * (BC / 4); idx += ROWS_PER_GROUP * TPR) {
+    const int ii = idx / (BC / 4), q = idx - ii * (BC / 4);
+    DropBits[ii][q] =
+        attention_dropout_block(P.drop_seed, P.drop_counter, bh * P.L + i0 + ii, j0 + 4 * q);
   }
-  return attention_dropout_keep(bits, P.drop_threshold, j) ? P.drop_scale : 0.0;
+}
+
+// z_ij of query ii / key jj of the tile pair: keep / (1 - p), or 1 without dropout.
+float dropout_factor(BwdParams P, int ii, int jj, int j) {
+  if ((P.flags & 4) == 0) return 1.0;
+  return attention_dropout_keep(DropBits[ii][jj >> 2], P.drop_threshold, j) ? P.drop_scale : 0.0;
 }
 
 #if !DKV
@@ -169,8 +178,7 @@ void main() {
 
   const int k_base = b * P.k_sb + hk * P.k_sh;
   const int v_base = b * P.v_sb + hk * P.v_sh;
-  int bits_row = -1, bits_q = -1;
-  uvec4 bits = uvec4(0u);
+  const int i_tile = int(gl_WorkGroupID.x) * BR;
   int kv_end = S;  // keys past the tile's last row are all excluded under is_causal
   if ((P.flags & 1) != 0) kv_end = min(S, int(gl_WorkGroupID.x) * BR + BR);
   for (int j0 = 0; j0 < kv_end; j0 += BC) {
@@ -183,6 +191,7 @@ void main() {
       const int rr = idx / Ev, d = idx - rr * Ev;
       Vs[rr][d] = j0 + rr < S ? load_f32(P.v, dt, v_base + (j0 + rr) * P.v_sl + d) : 0.0;
     }
+    fill_drop_bits(P, lid, bh, i_tile, j0);
     barrier();
 #if !ATTENTION_SUBGROUP_SUM
     for (int jj = 0; jj < BC; ++jj) {
@@ -214,7 +223,7 @@ void main() {
       }
 #endif
       const int j = j0 + jj;
-      const float z = dropout_factor(P, r, j, bits_row, bits_q, bits);
+      const float z = dropout_factor(P, row, jj, j);
       float pz, ds;
       probability(P, valid && j < S, b, h, i, j, s, dp, lse, d_i, z, pz, ds);
       // A float mask's gradient: d(score) itself (keys the pass skips stay the caller's 0).
@@ -264,8 +273,6 @@ void main() {
     dk[c] = 0.0;
     dv[c] = 0.0;
   }
-  int bits_row = -1, bits_q = -1;
-  uvec4 bits = uvec4(0u);
   // Under is_causal, queries before the tile's first key see none of its keys.
   const int i_begin = (P.flags & 1) != 0 ? j_tile / BR * BR : 0;
   for (int g = 0; g < P.group; ++g) {
@@ -288,6 +295,7 @@ void main() {
         Ls[lid] = live ? RefF32(tvk_elem_addr(P.lse, bh * L + i0 + lid, 2)).v : NEG_INF;
         Ds[lid] = live ? RefF32(tvk_elem_addr(P.d, bh * L + i0 + lid, 2)).v : 0.0;
       }
+      fill_drop_bits(P, lid, bh, i0, j_tile);
       barrier();
 #if !ATTENTION_SUBGROUP_SUM
       for (int ii = 0; ii < BR; ++ii) {
@@ -319,7 +327,7 @@ void main() {
         }
 #endif
         const int i = i0 + ii;
-        const float z = dropout_factor(P, bh * L + i, j, bits_row, bits_q, bits);
+        const float z = dropout_factor(P, ii, row, j);
         float pz, ds;
         probability(P, valid && i < L, b, h, i, j, s, dp, Ls[ii], Ds[ii], z, pz, ds);
         if (pz != 0.0 || ds != 0.0) {  // (no `continue`: the next shuffles need every lane)
