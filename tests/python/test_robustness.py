@@ -98,6 +98,23 @@ def test_four_threads_compute_concurrently():
     assert not errors, errors[0]
 
 
+def _thread_stacks(pid: int) -> str:
+    """Where every thread of process `pid` is (for a hang's report): gdb's backtraces when
+    gdb is installed, else each thread's kernel wait channel."""
+    if subprocess.run(["which", "gdb"], capture_output=True).returncode == 0:
+        r = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt 12"],
+                           capture_output=True, text=True, timeout=60)
+        return r.stdout[-6000:]
+    lines = []
+    for tid in sorted(os.listdir(f"/proc/{pid}/task")):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f, open(f"/proc/{pid}/task/{tid}/wchan") as w:
+                lines.append(f"{tid} {f.read().strip()} {w.read().strip()}")
+        except OSError:
+            pass
+    return "\n".join(lines)
+
+
 def test_ctrl_c_during_a_long_vk_loop_exits_cleanly():
     script = textwrap.dedent("""
         import sys, torch, torch_vk
@@ -114,7 +131,10 @@ def test_ctrl_c_during_a_long_vk_loop_exits_cleanly():
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(0.5)  # well inside the loop
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"no exit 60 s after SIGINT; threads:\n{_thread_stacks(proc.pid)}")
     finally:
         if proc.poll() is None:
             proc.kill()
