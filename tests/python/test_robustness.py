@@ -116,8 +116,12 @@ def _thread_stacks(pid: int) -> str:
 
 
 def test_ctrl_c_during_a_long_vk_loop_exits_cleanly():
+    # The child handles SIGINT as an interactive Python does even when the runner's shell
+    # started the suite with SIGINT ignored (background jobs of a non-interactive shell: the
+    # ignored disposition is inherited, and Python then leaves it ignored).
     script = textwrap.dedent("""
-        import sys, torch, torch_vk
+        import signal, sys, torch, torch_vk
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         x = torch.ones(256, 256, device="vk")
         print("ready", flush=True)
         while True:
