@@ -139,8 +139,8 @@ void sort(Stream& stream, const Sort& p) {
   }
 
   if (p.scratch == 0 || p.scratch % 8 != 0) invalid(kWhere, "missing or misaligned scratch");
-  accesses.read(p.scratch, sort_scratch_bytes(p));
-  accesses.write(p.scratch, sort_scratch_bytes(p));
+  const uint64_t scratch_bytes = sort_scratch_bytes(p);
+  accesses.read(p.scratch, scratch_bytes).write(p.scratch, scratch_bytes);
   const uint64_t pairs = static_cast<uint64_t>(numel);
   const uint64_t key_bytes = align8(pairs * (wide_key(p.in.dtype) ? 8 : 4));
   const uint64_t idx_bytes = align8(pairs * 4);
