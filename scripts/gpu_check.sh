@@ -166,7 +166,14 @@ main() {
     # The cooperative-matrix GEMM: its state before and after a float16 product (self-check).
     run_capped 90 "$PYEXE" -c 'import torch, torch_vk; C = torch_vk._C; p = C._get_device_properties(0); print("coopmat shapes f16", p["coopmat_f16_shapes"], "bf16", p["coopmat_bf16_shapes"], "state", C._gemm_coopmat_state(), C._gemm_coopmat_state(dtype="bfloat16"))
 for dt, name in ((torch.float16, "float16"), (torch.bfloat16, "bfloat16")):
-    a = torch.randn(1024, 1024, dtype=dt, device="vk"); r = (a @ a).cpu(); print("after a", name, "product:", C._gemm_coopmat_state(dtype=name), C._last_gemm_algorithm(), "max error", (r.float() - (a.cpu().float() @ a.cpu().float())).abs().max().item())' 2>&1
+    a = torch.randn(1024, 1024, dtype=dt, device="vk"); r = (a @ a).cpu(); print("after a", name, "product:", C._gemm_coopmat_state(dtype=name), C._last_gemm_algorithm(), "max error", (r.float() - (a.cpu().float() @ a.cpu().float())).abs().max().item())
+# The cooperative-matrix attention forward: its state before and after a causal prefill.
+import torch.nn.functional as F
+for dt, name in ((torch.float16, "float16"), (torch.bfloat16, "bfloat16")):
+    q = torch.randn(2, 8, 512, 64, dtype=dt); ref = F.scaled_dot_product_attention(q.float(), q.float(), q.float(), is_causal=True)
+    print("attention coopmat", name, "before:", C._attention_coopmat_state(dtype=name), end=" ")
+    out = F.scaled_dot_product_attention(q.to("vk"), q.to("vk"), q.to("vk"), is_causal=True).cpu()
+    print("after:", C._attention_coopmat_state(dtype=name), C._last_attention_algorithm(), "max error", (out.float() - ref).abs().max().item())' 2>&1
   fi
 
   if [ -n "$cpp_pid" ]; then
@@ -212,7 +219,7 @@ for dt, name in ((torch.float16, "float16"), (torch.bfloat16, "bfloat16")):
   # ------------------------------------------------------------------------------------- e
   step "e. pytest on the device"
   if [ "$built" = 1 ]; then
-    local tests=${GPU_CHECK_TESTS:-tests/python/test_compile.py tests/python/test_matmul.py tests/python/test_elementwise.py tests/python/test_models.py tests/python/test_attention.py tests/python/test_attention_dropout.py tests/python/test_softmax.py tests/python/test_norm.py tests/python/test_reduce.py tests/python/test_conv.py}
+    local tests=${GPU_CHECK_TESTS:-tests/python/test_compile.py tests/python/test_matmul.py tests/python/test_elementwise.py tests/python/test_models.py tests/python/test_attention.py tests/python/test_attention_dropout.py tests/python/test_attention_coopmat.py tests/python/test_softmax.py tests/python/test_norm.py tests/python/test_reduce.py tests/python/test_conv.py}
     local t; t=$(cap 150 5)
     # SIGINT: pytest stops and still prints its summary.
     # shellcheck disable=SC2086

@@ -4,6 +4,7 @@
 // rows) with k / v tiles in shared memory, for GPUs; Rows, one invocation per query row without
 // shared memory or barriers, for CPU devices.
 #include "kernels/attention.h"
+#include "kernels/attention_internal.h"
 
 #include <algorithm>
 #include <cmath>
@@ -21,33 +22,12 @@
 #include "runtime/stream.h"
 
 namespace tvk::kernels {
+using detail::AttentionParams;
 namespace {
 
 constexpr const char* kWhere = "tvk::kernels::attention_forward";
 constexpr int64_t kRowsPerGroup = 16;  // BR in the shader
 constexpr uint32_t kWorkgroup = 64;    // BR * TPR
-
-// Mirrors `Params` in shaders/attention.comp (std430).
-struct AttentionParams {
-  uint64_t q, k, v, out, lse, mask;
-  int32_t q_sb, q_sh, q_sl;
-  int32_t k_sb, k_sh, k_sl;
-  int32_t v_sb, v_sh, v_sl;
-  int32_t o_sb, o_sh, o_sl;
-  int32_t m_sb, m_sh, m_sl, m_ss;
-  int32_t heads, group, L, S, E, Ev;
-  int32_t dtype, mask_dtype, flags;
-  float scale;
-  int32_t batch;
-  int32_t pad;
-  uint64_t state;  // Rows split: running (m, l, acc) of the row block (0: single pass)
-  int32_t row_begin, row_end, j_begin, j_end;
-  uint32_t drop_seed[2], drop_counter[2];  // dropout (flags bit 2): Philox key and counter
-  uint32_t drop_threshold;                 // a key is kept when its number is below this
-  float drop_scale;                        // 1 / (1 - p); 1 without dropout
-  uint64_t dropped;                        // Probs: p * z written here (0: none)
-};
-static_assert(sizeof(AttentionParams) == 216);
 
 // Mirrors `BwdParams` in shaders/attention_backward.comp (std430).
 struct AttentionBackwardParams {
@@ -132,19 +112,6 @@ void add_mask(AccessSet& set, const AttentionForward& p) {
   add_strided(set, p.mask.address, p.mask.dtype, 4, sizes, strides, false);
 }
 
-// What a forward dispatch reads (q, k, v, the mask) and writes (out, logsumexp).
-AccessSet forward_accesses(const AttentionForward& p) {
-  AccessSet set;
-  const int64_t kv_heads = p.heads / p.group;
-  add_heads(set, p.q, p.batch, p.heads, p.L, p.E, p.q_strides, false);
-  add_heads(set, p.k, p.batch, kv_heads, p.S, p.E, p.k_strides, false);
-  add_heads(set, p.v, p.batch, kv_heads, p.S, p.Ev, p.v_strides, false);
-  add_mask(set, p);
-  add_heads(set, p.out, p.batch, p.heads, p.L, p.Ev, p.out_strides, true);
-  add_dense(set, p.lse.address, DType::Float32, p.batch * p.heads * p.L, true);
-  return set;
-}
-
 void check_mask(const AttentionForward& p) {
   if (p.mask.address == 0) return;
   check_operand(p.mask, "mask");
@@ -223,7 +190,7 @@ void record_rows(Stream& stream, const AttentionForward& p, AttentionParams a) {
   a.j_begin = 0;
   a.j_end = narrow(p.S);
   a.state = 0;
-  AccessSet accesses = forward_accesses(p);
+  AccessSet accesses = detail::attention_forward_accesses(p);
   if (chunk >= keys) {
     const uint64_t params = stream.upload_params(&a, sizeof a);
     stream.dispatch(pipeline, groups, 1, 1, &params, sizeof params, nullptr, 0, &accesses);
@@ -267,6 +234,18 @@ void record_rows(Stream& stream, const AttentionForward& p, AttentionParams a) {
 
 }  // namespace
 
+AccessSet detail::attention_forward_accesses(const AttentionForward& p) {
+  AccessSet set;
+  const int64_t kv_heads = p.heads / p.group;
+  add_heads(set, p.q, p.batch, p.heads, p.L, p.E, p.q_strides, false);
+  add_heads(set, p.k, p.batch, kv_heads, p.S, p.E, p.k_strides, false);
+  add_heads(set, p.v, p.batch, kv_heads, p.S, p.Ev, p.v_strides, false);
+  add_mask(set, p);
+  add_heads(set, p.out, p.batch, p.heads, p.L, p.Ev, p.out_strides, true);
+  add_dense(set, p.lse.address, DType::Float32, p.batch * p.heads * p.L, true);
+  return set;
+}
+
 AttentionTuning& attention_tuning() {
   static AttentionTuning t;
   return t;
@@ -297,7 +276,7 @@ AttentionTuning::Algo attention_algorithm(Stream& stream) {
 // (read at every launch; rounded up to whole key tiles) forces the chunk size; else the keys
 // are split when the query tiles leave a GPU mostly idle (fewer than 256 workgroups: decode,
 // few rows against many keys), into chunks of at least 256 keys and at most 64 chunks.
-static int64_t split_keys(const AttentionForward& p, int64_t tiles) {
+int64_t detail::attention_split_keys(const AttentionForward& p, int64_t tiles) {
   int64_t keys = attention_tuning().split_keys;
   if (const char* v = std::getenv("TORCH_VK_ATTENTION_SPLIT_KEYS"); v && *v) keys = std::atoll(v);
   if (keys > 0) return (keys + kRowsPerGroup - 1) / kRowsPerGroup * kRowsPerGroup;
@@ -347,6 +326,11 @@ void attention_forward(Stream& stream, const AttentionForward& p) {
   a.k_sb = narrow(p.k_strides.batch), a.k_sh = narrow(p.k_strides.head), a.k_sl = narrow(p.k_strides.row);
   a.v_sb = narrow(p.v_strides.batch), a.v_sh = narrow(p.v_strides.head), a.v_sl = narrow(p.v_strides.row);
   a.o_sb = narrow(p.out_strides.batch), a.o_sh = narrow(p.out_strides.head), a.o_sl = narrow(p.out_strides.row);
+  if (detail::try_attention_coopmat(stream, p, a)) return;
+  detail::record_attention_portable(stream, p, a);
+}
+
+void detail::record_attention_portable(Stream& stream, const AttentionForward& p, AttentionParams a) {
   const int64_t tiles = (p.L + kRowsPerGroup - 1) / kRowsPerGroup;
   const int64_t head_dim = std::max(p.E, p.Ev);
   const int dmax = head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : 256;
@@ -360,6 +344,7 @@ void attention_forward(Stream& stream, const AttentionForward& p) {
                           loop_budget(stream);
   if (attention_algorithm(stream) == AttentionTuning::Algo::Rows || !tiled_fits) {
     record_rows(stream, p, a);
+    set_last_attention_algorithm("rows");
     return;
   }
 
@@ -373,14 +358,15 @@ void attention_forward(Stream& stream, const AttentionForward& p) {
   if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
   if (tiles > 65535) invalid(kWhere, "more than 65535 query tiles");
   VkPipeline pipeline = stream.device().pipelines().get(*shader, kWorkgroup);
-  const int64_t keys = split_keys(p, tiles);
+  const int64_t keys = detail::attention_split_keys(p, tiles);
   const int64_t chunks = keys > 0 ? (p.S + keys - 1) / keys : 1;
-  AccessSet accesses = forward_accesses(p);
+  AccessSet accesses = detail::attention_forward_accesses(p);
   if (chunks <= 1) {
     const uint64_t params = stream.upload_params(&a, sizeof a);
     stream.dispatch(pipeline, static_cast<uint32_t>(tiles),
                     static_cast<uint32_t>(p.batch * p.heads), 1, &params, sizeof params, nullptr,
                     0, &accesses);
+    set_last_attention_algorithm("tiled");
     return;
   }
   // Split-KV: every chunk of `keys` keys in its own workgroups, then one merge pass.
@@ -408,6 +394,7 @@ void attention_forward(Stream& stream, const AttentionForward& p) {
   stream.dispatch(stream.device().pipelines().get(*combine, 256), group_count(stream, total, 256),
                   1, 1, &combine_params, sizeof combine_params, nullptr, 0, &accesses);
   allocator.free(state);  // stream order: a later reuse runs after these dispatches
+  set_last_attention_algorithm("split");
 }
 
 void attention_probabilities(Stream& stream, const AttentionForward& p, Operand scores,

@@ -78,8 +78,39 @@ struct AttentionTuning {
   // hold whole rows; false: through shared memory. TORCH_VK_ATTENTION_SUBGROUP=0 (read at
   // every launch) also turns them off.
   bool subgroup_sums = true;
+  // The cooperative-matrix forward (shaders/attention_coopmat.comp) for float16 / bfloat16
+  // with head dims up to 128:
+  //   Auto     where the device has 16 x 16 x 16 cooperative matrices of the dtype, the
+  //            Tiled strategy applies, split-KV would not (enough query rows) and the
+  //            self-check at first use passed
+  //   Off      never (TORCH_VK_ATTENTION_COOPMAT=0; TORCH_VK_DISABLE_COOPMAT=1 hides the
+  //            device's cooperative matrices altogether)
+  //   Emulate  the emulated variants (scalar code for the matrix operations) on any device and
+  //            for any strategy, no self-check: the tests' stand-in where the hardware has no
+  //            cooperative matrices (TORCH_VK_ATTENTION_COOPMAT=emulate)
+  // Auto defers to TORCH_VK_ATTENTION_COOPMAT=0|emulate|auto, read at every launch.
+  enum class Coopmat { Auto, Off, Emulate };
+  Coopmat coopmat = Coopmat::Auto;
+  // The emulation's tile: subgroups per workgroup, keys per tile and the subgroup size it
+  // emulates (0: 2 subgroups of 32 lanes, 32 keys at head dims <= 64 and 16 above, sized for
+  // lavapipe's 32 KiB of shared memory); TORCH_VK_ATTENTION_COOPMAT_TILE=warps,keys,sg at
+  // every launch. (The real kernel: 4 subgroups of the device's size, 64 / 32 keys.)
+  uint32_t coopmat_warps = 0, coopmat_keys = 0, coopmat_sg = 0;
+  // Tests: the self-check sees one wrong value (TORCH_VK_ATTENTION_COOPMAT_SELF_CHECK=fail).
+  bool coopmat_fail_self_check = false;
 };
 AttentionTuning& attention_tuning();
+
+// State of the cooperative-matrix attention for `dtype` (float16 / bfloat16) on this stream's
+// device: "unavailable" (no such matrices, no shader, or Off), "unchecked", "passed" or
+// "failed" (its self-check), as gemm_coopmat_state.
+const char* attention_coopmat_state(Stream& stream, DType dtype);
+// Forgets this device's self-check results (tests).
+void attention_coopmat_forget_self_check(Stream& stream);
+
+// The strategy of the last attention forward recorded in this process: "rows", "tiled",
+// "split" (split-KV), "coopmat" or "coopmat_emulated"; "" before the first.
+const char* last_attention_algorithm();
 
 // Whether the tiled kernels with `tpr` invocations per row take their .subgroup variants.
 bool attention_subgroup_sums(Stream& stream, int64_t tpr);

@@ -31,7 +31,7 @@ BWD_TOL = {torch.float32: dict(atol=5e-5, rtol=5e-5), torch.float16: dict(atol=1
            torch.bfloat16: dict(atol=6e-2, rtol=6e-2)}
 
 
-@pytest.fixture(params=["rows", "tiled", "tiled-split", "tiled-shared"])
+@pytest.fixture(params=["rows", "tiled", "tiled-split", "tiled-shared", "coopmat"])
 def algo(request, monkeypatch):
     """Forces one strategy of the fused kernels for the test, as each device type runs them.
     rows: the CPU devices' forward and the backward by GEMM recomputation. tiled: the GPUs'
@@ -39,8 +39,14 @@ def algo(request, monkeypatch):
     row sums by subgroup shuffles where the device has them. tiled-split: the same with the
     keys split into chunks of 16 (one key tile each: every multi-tile case has several chunks)
     merged by the combine pass. tiled-shared: tiled with the row sums through shared memory
-    (devices without subgroup shuffles)."""
+    (devices without subgroup shuffles). coopmat: float16 / bfloat16 forwards on the emulated
+    cooperative-matrix kernel (its real form needs hardware matrices: the emulation runs the
+    same tiles, offsets and softmax with scalar products), the fused backward."""
     name = request.param
+    if name == "coopmat":
+        monkeypatch.setenv("TORCH_VK_ATTENTION_COOPMAT", "emulate")
+        monkeypatch.setenv("TORCH_VK_ATTENTION_BACKWARD", "fused")
+        return name
     monkeypatch.setenv("TORCH_VK_ATTENTION_ALGO", name.split("-")[0])
     monkeypatch.setenv("TORCH_VK_ATTENTION_BACKWARD", "gemm" if name == "rows" else "fused")
     if name == "tiled-split":
@@ -55,6 +61,14 @@ def reference_sdpa(q, k, v, **kw):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     with sdpa_kernel(SDPBackend.MATH):
         return F.scaled_dot_product_attention(q, k, v, **kw)
+
+
+def expect_coopmat(dtype, E, Ev, out):
+    """Under the `coopmat` strategy, a float16 / bfloat16 forward with head dims up to 128 ran
+    the emulated cooperative-matrix kernel."""
+    if (os.environ.get("TORCH_VK_ATTENTION_COOPMAT") == "emulate" and out.numel() > 0
+            and dtype in (torch.float16, torch.bfloat16) and max(E, Ev) <= 128):
+        assert torch_vk._C._last_attention_algorithm() == "coopmat_emulated"
 
 
 def run_both(shapes, dtype, mask=None, backward=True, **kw):
@@ -74,6 +88,8 @@ def run_both(shapes, dtype, mask=None, backward=True, **kw):
                 m = m.to(cast).requires_grad_(mask_requires_grad)
         fn = reference_sdpa if device == "cpu" else F.scaled_dot_product_attention
         out = fn(*ins, attn_mask=m, **kw)
+        if device != "cpu":
+            expect_coopmat(dtype, qs[-1], vs[-1], out)
         grads = []
         if backward:
             (out.float() * w.to(device)).sum().backward()
