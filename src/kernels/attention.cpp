@@ -22,35 +22,13 @@
 #include "runtime/stream.h"
 
 namespace tvk::kernels {
+using detail::AttentionBackwardParams;
 using detail::AttentionParams;
 namespace {
 
 constexpr const char* kWhere = "tvk::kernels::attention_forward";
 constexpr int64_t kRowsPerGroup = 16;  // BR in the shader
 constexpr uint32_t kWorkgroup = 64;    // BR * TPR
-
-// Mirrors `BwdParams` in shaders/attention_backward.comp (std430).
-struct AttentionBackwardParams {
-  uint64_t q, k, v, o, dout, lse, mask, dq, dk, dv, d;
-  int32_t q_sb, q_sh, q_sl;
-  int32_t k_sb, k_sh, k_sl;
-  int32_t v_sb, v_sh, v_sl;
-  int32_t o_sb, o_sh, o_sl;
-  int32_t do_sb, do_sh, do_sl;
-  int32_t dq_sb, dq_sh, dq_sl;
-  int32_t dk_sb, dk_sh, dk_sl;
-  int32_t dv_sb, dv_sh, dv_sl;
-  int32_t m_sb, m_sh, m_sl, m_ss;
-  int32_t batch, heads, group, L, S, E, Ev;
-  int32_t dtype, mask_dtype, flags;
-  float scale;
-  int32_t pad0;
-  uint32_t drop_seed[2], drop_counter[2];
-  uint32_t drop_threshold;
-  float drop_scale;
-  uint64_t dbias;  // DQ pass: ds written here (0: not)
-};
-static_assert(sizeof(AttentionBackwardParams) == 280);
 
 // The dropout fields shared by both parameter blocks: Philox key = seed, counter words 2, 3 =
 // offset / 4 (the generator's contract, src/aten/generator.h); flags bit 2 when p > 0.
@@ -289,11 +267,23 @@ int64_t detail::attention_split_keys(const AttentionForward& p, int64_t tiles) {
 
 void attention_forward(Stream& stream, const AttentionForward& p) {
   if (p.batch < 0 || p.heads < 0 || p.L < 0 || p.S < 0) invalid(kWhere, "negative size");
+  if (p.batch == 0 || p.heads == 0 || p.L == 0) {
+    detail::forward_params(p);  // (the argument checks)
+    return;
+  }
+  const AttentionParams a = detail::forward_params(p);
+  if (detail::try_attention_coopmat(stream, p, a)) return;
+  detail::record_attention_portable(stream, p, a);
+}
+
+AttentionParams detail::forward_params(const AttentionForward& p) {
+  if (p.batch < 0 || p.heads < 0 || p.L < 0 || p.S < 0) invalid(kWhere, "negative size");
   if (p.E < 1 || p.Ev < 1 || p.E > kAttentionMaxHeadDim || p.Ev > kAttentionMaxHeadDim)
     invalid(kWhere, "head dims must be in [1, " + std::to_string(kAttentionMaxHeadDim) + "]");
   if (p.group < 1 || (p.heads > 0 && p.heads % p.group != 0))
     invalid(kWhere, "heads must be a multiple of group");
-  if (p.batch == 0 || p.heads == 0 || p.L == 0) return;
+  AttentionParams a{};
+  if (p.batch == 0 || p.heads == 0 || p.L == 0) return a;
   check_operand(p.q, "query");
   check_operand(p.k, "key");
   check_operand(p.v, "value");
@@ -316,7 +306,6 @@ void attention_forward(Stream& stream, const AttentionForward& p) {
   check_span(p.batch * p.heads * p.L, "logsumexp");
   if (p.batch * p.heads > 65535) invalid(kWhere, "batch * heads above 65535");
 
-  AttentionParams a{};
   a.q = p.q.address;
   a.k = p.k.address;
   a.v = p.v.address;
@@ -326,8 +315,7 @@ void attention_forward(Stream& stream, const AttentionForward& p) {
   a.k_sb = narrow(p.k_strides.batch), a.k_sh = narrow(p.k_strides.head), a.k_sl = narrow(p.k_strides.row);
   a.v_sb = narrow(p.v_strides.batch), a.v_sh = narrow(p.v_strides.head), a.v_sl = narrow(p.v_strides.row);
   a.o_sb = narrow(p.out_strides.batch), a.o_sh = narrow(p.out_strides.head), a.o_sl = narrow(p.out_strides.row);
-  if (detail::try_attention_coopmat(stream, p, a)) return;
-  detail::record_attention_portable(stream, p, a);
+  return a;
 }
 
 void detail::record_attention_portable(Stream& stream, const AttentionForward& p, AttentionParams a) {
@@ -490,6 +478,13 @@ void attention_backward(Stream& stream, const AttentionBackward& problem) {
   const AttentionForward& p = problem.forward;
   if (p.batch < 0 || p.heads < 0 || p.L < 0 || p.S < 0) invalid(kBackwardWhere, "negative size");
   if (p.batch == 0 || p.heads == 0) return;
+  const AttentionBackwardParams a = detail::backward_params(stream, problem);
+  if (detail::try_attention_backward_coopmat(stream, problem, a)) return;
+  detail::record_attention_backward_portable(stream, problem, a);
+}
+
+AttentionBackwardParams detail::backward_params(Stream& stream, const AttentionBackward& problem) {
+  const AttentionForward& p = problem.forward;
   if (!attention_backward_supported(stream, problem))
     invalid(kBackwardWhere, "problem outside the fused backward (head dims <= " +
                                 std::to_string(kAttentionBackwardMaxHeadDim) +
@@ -559,7 +554,41 @@ void attention_backward(Stream& stream, const AttentionBackward& problem) {
   a.scale = p.scale;
   fill_dropout(a, p.dropout, kBackwardWhere);
   a.dbias = problem.grad_bias.address;
+  return a;
+}
 
+void detail::backward_accesses(const AttentionBackward& problem, uint64_t d, AccessSet* dq_pass,
+                               AccessSet* dkv_pass) {
+  const AttentionForward& p = problem.forward;
+  const int64_t kv_heads = p.heads / p.group;
+  const int64_t rows = p.batch * p.heads * p.L;
+  // Both passes read every input and read and write D (rows floats), so the dK / dV pass is
+  // ordered after the dQ pass that computes D.
+  AccessSet inputs;
+  add_heads(inputs, p.q, p.batch, p.heads, p.L, p.E, p.q_strides, false);
+  add_heads(inputs, p.k, p.batch, kv_heads, p.S, p.E, p.k_strides, false);
+  add_heads(inputs, p.v, p.batch, kv_heads, p.S, p.Ev, p.v_strides, false);
+  add_heads(inputs, p.out, p.batch, p.heads, p.L, p.Ev, p.out_strides, false);
+  add_heads(inputs, problem.grad_out, p.batch, p.heads, p.L, p.Ev, problem.grad_out_strides, false);
+  add_dense(inputs, p.lse.address, DType::Float32, rows, false);
+  add_mask(inputs, p);
+  add_dense(inputs, d, DType::Float32, rows, false);
+  add_dense(inputs, d, DType::Float32, rows, true);
+  *dq_pass = inputs;
+  *dkv_pass = inputs;
+  add_heads(*dq_pass, problem.grad_q, p.batch, p.heads, p.L, p.E, problem.grad_q_strides, true);
+  add_dense(*dq_pass, problem.grad_bias.address, DType::Float32, p.batch * p.heads * p.L * p.S,
+            true);
+  add_heads(*dkv_pass, problem.grad_k, p.batch, kv_heads, p.S, p.E, problem.grad_k_strides, true);
+  add_heads(*dkv_pass, problem.grad_v, p.batch, kv_heads, p.S, p.Ev, problem.grad_v_strides,
+            true);
+}
+
+void detail::record_attention_backward_portable(Stream& stream, const AttentionBackward& problem,
+                                                const AttentionBackwardParams& params_block) {
+  const AttentionForward& p = problem.forward;
+  AttentionBackwardParams a = params_block;
+  const int64_t kv_heads = p.heads / p.group;
   const BackwardGeometry geometry = backward_geometry(p);
   const std::string suffix = ".d" + std::to_string(geometry.dmax) +
                              (attention_subgroup_sums(stream, geometry.tpr) ? ".subgroup" : "");
@@ -575,25 +604,8 @@ void attention_backward(Stream& stream, const AttentionBackward& problem) {
   const uint32_t wg = static_cast<uint32_t>(geometry.workgroup());
   const uint32_t query_tiles = static_cast<uint32_t>((p.L + kBackwardTile - 1) / kBackwardTile);
   const uint32_t key_tiles = static_cast<uint32_t>((p.S + kBackwardTile - 1) / kBackwardTile);
-  // Both passes read every input and read and write D (rows floats), so the dK / dV pass is
-  // ordered after the dQ pass that computes D.
-  AccessSet inputs;
-  add_heads(inputs, p.q, p.batch, p.heads, p.L, p.E, p.q_strides, false);
-  add_heads(inputs, p.k, p.batch, kv_heads, p.S, p.E, p.k_strides, false);
-  add_heads(inputs, p.v, p.batch, kv_heads, p.S, p.Ev, p.v_strides, false);
-  add_heads(inputs, p.out, p.batch, p.heads, p.L, p.Ev, p.out_strides, false);
-  add_heads(inputs, problem.grad_out, p.batch, p.heads, p.L, p.Ev, problem.grad_out_strides, false);
-  add_dense(inputs, p.lse.address, DType::Float32, rows, false);
-  add_mask(inputs, p);
-  add_dense(inputs, d, DType::Float32, rows, false);
-  add_dense(inputs, d, DType::Float32, rows, true);
-  AccessSet dq_accesses = inputs, dkv_accesses = inputs;
-  add_heads(dq_accesses, problem.grad_q, p.batch, p.heads, p.L, p.E, problem.grad_q_strides, true);
-  add_dense(dq_accesses, problem.grad_bias.address, DType::Float32, p.batch * p.heads * p.L * p.S,
-            true);
-  add_heads(dkv_accesses, problem.grad_k, p.batch, kv_heads, p.S, p.E, problem.grad_k_strides, true);
-  add_heads(dkv_accesses, problem.grad_v, p.batch, kv_heads, p.S, p.Ev, problem.grad_v_strides,
-            true);
+  AccessSet dq_accesses, dkv_accesses;
+  detail::backward_accesses(problem, d, &dq_accesses, &dkv_accesses);
   if (query_tiles > 0)
     stream.dispatch(stream.device().pipelines().get(*dq_shader, wg), query_tiles,
                     static_cast<uint32_t>(p.batch * p.heads), 1, &params, sizeof params, nullptr,
@@ -603,6 +615,7 @@ void attention_backward(Stream& stream, const AttentionBackward& problem) {
                     static_cast<uint32_t>(p.batch * kv_heads), 1, &params, sizeof params, nullptr,
                     0, &dkv_accesses);
   if (d != 0) allocator.free(d);  // stream order: a later reuse runs after both passes
+  set_last_attention_backward_algorithm("fused");
 }
 
 }  // namespace tvk::kernels

@@ -111,6 +111,10 @@ void attention_coopmat_forget_self_check(Stream& stream);
 // The strategy of the last attention forward recorded in this process: "rows", "tiled",
 // "split" (split-KV), "coopmat" or "coopmat_emulated"; "" before the first.
 const char* last_attention_algorithm();
+// The passes of the last attention_backward recorded: "fused" (the portable kernels),
+// "coopmat" or "coopmat_emulated"; "" before the first. (The GEMM recomputation in
+// src/aten/ops_attention.cpp does not go through attention_backward.)
+const char* last_attention_backward_algorithm();
 
 // Whether the tiled kernels with `tpr` invocations per row take their .subgroup variants.
 bool attention_subgroup_sums(Stream& stream, int64_t tpr);

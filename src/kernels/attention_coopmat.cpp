@@ -1,19 +1,25 @@
-// Launcher of the cooperative-matrix attention forward (shaders/attention_coopmat.comp,
-// variants attention.coopmat[_emulated].<float16|bfloat16>.d<64|128>): float16 or bfloat16
-// q, k, v and out with head dims up to 128, the parameter block of the portable kernels
-// (detail::AttentionParams), the same outputs (out, float32 logsumexp), so the backward and
-// every caller are unchanged.
+// Launcher of the cooperative-matrix attention kernels: the forward
+// (shaders/attention_coopmat.comp, variants attention.coopmat[_emulated].<float16|bfloat16>.
+// d<64|128>) and the backward's two passes (shaders/attention_backward_coopmat.comp,
+// attention_backward.coopmat[_emulated].<dtype>.<dq|dkv>.d<64|128>): float16 or bfloat16
+// with head dims up to 128, the parameter blocks of the portable kernels
+// (detail::AttentionParams / AttentionBackwardParams) and the same outputs, so callers do not
+// change.
 //
-// Tiles (the real kernel): 4 subgroups of the device's subgroup size, each owning 16 query
-// rows (64 per workgroup); 64 keys per tile at head dims <= 64, 32 above. Shared memory is
-// 46 KiB at both, inside NVIDIA's 48 KiB. The emulation (tests, lavapipe: 32 KiB of shared
-// memory, subgroups of 8) runs smaller tiles of emulated 32-lane subgroups; its tile can be
-// chosen (AttentionTuning::coopmat_warps / _keys / _sg) so that the tests cover 1, 2 and 4
-// lanes per softmax row.
+// Tiles of the real kernels (subgroups of the device's subgroup size, each owning 16 rows):
+//   forward  4 subgroups (64 query rows); 64 keys per tile at head dims <= 64, 32 above
+//   DQ pass  4 subgroups (64 query rows); 32 keys per tile
+//   DKV pass 4 subgroups (64 keys) at head dims <= 64, 2 (32 keys) above; 16 queries per tile
+// all within 47 KiB of shared memory (NVIDIA's limit is 48 KiB). The emulation (tests,
+// lavapipe: 32 KiB of shared memory, subgroups of 8) runs smaller tiles of emulated 32-lane
+// subgroups; the tests choose others (AttentionTuning::coopmat_*,
+// TORCH_VK_ATTENTION_COOPMAT_TILE / _BACKWARD_TILE) to cover 1, 2 and 4 lanes per row and 1 to
+// 4 subgroups.
 //
-// The real kernel runs on a device only after a self-check at its first use there (per
-// dtype): two small problems, one per head-dim variant (partial tiles, causal, head dims that
-// are not multiples of 16), compared with the portable tiled kernel.
+// The real kernels run on a device only after a self-check at their first use there (per
+// dtype): two forward problems (one per head-dim variant: partial tiles, causal, head dims
+// that are not multiples of 16) and a backward one (GQA, causal, a partial key tile), compared
+// with the portable kernels.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -52,13 +58,16 @@ Coopmat mode() {
 
 bool half_dtype(DType d) { return d == DType::Float16 || d == DType::BFloat16; }
 
-const char* shader_name(DType dtype, int dmax, bool emulated) {
-  static const char* const names[2][2][2] = {
-      {{"attention.coopmat.float16.d64", "attention.coopmat.float16.d128"},
-       {"attention.coopmat.bfloat16.d64", "attention.coopmat.bfloat16.d128"}},
-      {{"attention.coopmat_emulated.float16.d64", "attention.coopmat_emulated.float16.d128"},
-       {"attention.coopmat_emulated.bfloat16.d64", "attention.coopmat_emulated.bfloat16.d128"}}};
-  return names[emulated][dtype == DType::BFloat16][dmax == 128];
+enum class Kernel { Forward, Dq, Dkv };
+
+// The shader variant of `kernel` for (dtype, dmax).
+std::string shader_name(Kernel kernel, DType dtype, int dmax, bool emulated) {
+  std::string name = kernel == Kernel::Forward ? "attention" : "attention_backward";
+  name += emulated ? ".coopmat_emulated." : ".coopmat.";
+  name += dtype == DType::BFloat16 ? "bfloat16" : "float16";
+  if (kernel == Kernel::Dq) name += ".dq";
+  if (kernel == Kernel::Dkv) name += ".dkv";
+  return name + (dmax == 64 ? ".d64" : ".d128");
 }
 
 // Whether the device lists the 16 x 16 x 16 float16 (bfloat16) x -> float32 subgroup shape.
@@ -70,59 +79,105 @@ bool device_has_shape(const DeviceCapabilities& caps, DType dtype) {
   return false;
 }
 
+// A kernel's tile: `warps` subgroups of `sg` lanes, each owning 16 rows; `bs` rows per streamed
+// tile (keys in the forward and the DQ pass, queries in the DKV pass).
 struct Tile {
-  uint32_t warps, keys, sg;
+  uint32_t warps, bs, sg;
   uint32_t workgroup() const { return warps * sg; }
   uint32_t rows() const { return 16 * warps; }
 };
 
-// The tile for head-dim bound `dmax`: the real kernel's, or the emulation's (tuning, then
-// TORCH_VK_ATTENTION_COOPMAT_TILE=warps,keys,sg, then the default).
-Tile choose_tile(const DeviceCapabilities& caps, int dmax, bool emulated) {
-  if (!emulated) return Tile{4, dmax == 64 ? 64u : 32u, caps.subgroup_size};
-  const AttentionTuning& t = attention_tuning();
-  Tile tile{2, dmax == 64 ? 32u : 16u, 32};
-  if (t.coopmat_warps) {
-    tile = Tile{t.coopmat_warps, t.coopmat_keys, t.coopmat_sg};
-  } else if (const char* v = std::getenv("TORCH_VK_ATTENTION_COOPMAT_TILE"); v && *v) {
-    unsigned w = 0, k = 0, s = 0;
-    if (std::sscanf(v, "%u,%u,%u", &w, &k, &s) != 3)
-      invalid(kWhere, "TORCH_VK_ATTENTION_COOPMAT_TILE must be warps,keys,sg");
-    tile = Tile{w, k, s};
+// Tiles from an environment variable: `count` unsigned integers separated by commas.
+bool parse_tile_env(const char* name, unsigned* values, int count) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return false;
+  int n = 0, used = 0;
+  const char* at = v;
+  while (n < count && std::sscanf(at, "%u%n", &values[n], &used) == 1) {
+    at += used;
+    ++n;
+    if (*at == ',') ++at;
   }
-  return tile;
+  if (n != count || *at != '\0') invalid(kWhere, std::string(name) + ": wrong number of values");
+  return true;
 }
 
-// The shader's layout contract (see its header): a power-of-two subgroup of 16 .. 256 lanes,
-// keys a multiple of 16 and of 4 lanes' groups per row, at most dmax (the P tiles fit in the
-// q tile's space).
+// The tile of `kernel` for head-dim bound `dmax`: the real kernels', or the emulation's
+// (tuning, then the environment, then the defaults).
+Tile choose_tile(const DeviceCapabilities& caps, Kernel kernel, int dmax, bool emulated) {
+  const bool d64 = dmax == 64;
+  if (!emulated) {
+    const uint32_t sg = caps.subgroup_size;
+    if (kernel == Kernel::Forward) return Tile{4, d64 ? 64u : 32u, sg};
+    if (kernel == Kernel::Dq) return Tile{4, 32, sg};
+    return Tile{d64 ? 4u : 2u, 16, sg};
+  }
+  const AttentionTuning& t = attention_tuning();
+  if (kernel == Kernel::Forward) {
+    if (t.coopmat_warps) return Tile{t.coopmat_warps, t.coopmat_keys, t.coopmat_sg};
+    unsigned v[3];
+    if (parse_tile_env("TORCH_VK_ATTENTION_COOPMAT_TILE", v, 3)) return Tile{v[0], v[1], v[2]};
+    return Tile{2, d64 ? 32u : 16u, 32};
+  }
+  unsigned v[5];
+  if (parse_tile_env("TORCH_VK_ATTENTION_COOPMAT_BACKWARD_TILE", v, 5))
+    return kernel == Kernel::Dq ? Tile{v[0], v[1], v[4]} : Tile{v[2], v[3], v[4]};
+  if (kernel == Kernel::Dq) return Tile{2, d64 ? 32u : 16u, 32};
+  return Tile{d64 ? 2u : 1u, 16, 32};
+}
+
+// The shaders' layout contract (see their headers): a power-of-two subgroup of 16 .. 256
+// lanes, bs a multiple of 16 and of the groups of 4 scores per lane, at most dmax (the P / dS
+// tiles fit in the q tile's space).
 bool tile_valid(const Tile& t, int dmax) {
   if (t.warps < 1 || t.warps > 16 || t.sg < 16 || t.sg > 256 || (t.sg & (t.sg - 1)) != 0)
     return false;
-  const uint32_t lanes_per_row = t.sg / 16;
-  return t.keys >= 16 && t.keys % 16 == 0 && t.keys % (4 * lanes_per_row) == 0 &&
-         t.keys <= static_cast<uint32_t>(dmax);
+  return t.bs >= 16 && t.bs % 16 == 0 && (4 * t.bs) % t.sg == 0 &&
+         t.bs <= static_cast<uint32_t>(dmax);
 }
 
-uint64_t shared_bytes(const Tile& t, int dmax, bool emulated) {
-  const uint64_t ld = dmax + 8;
-  uint64_t halves = 2ull * t.keys * ld + uint64_t{t.rows()} * ld;
-  if (emulated) halves += uint64_t{t.warps} * 16 * (t.keys + 8);  // P beside q
-  const uint64_t floats = uint64_t{t.warps} * 16 * (t.keys + 4) + uint64_t{t.warps} * t.sg + t.rows();
+uint64_t shared_bytes(const Tile& t, Kernel kernel, int dmax, bool emulated) {
+  const uint64_t ld = dmax + 8, rows = t.rows(), w = t.warps, bs = t.bs;
+  uint64_t halves = 0, floats = w * 16 * (bs + 4);  // the scratch
+  switch (kernel) {
+    case Kernel::Forward:  // k, v, q (+ P beside q in the emulation); maxima, rescales
+      halves = 2 * bs * ld + rows * ld + (emulated ? w * 16 * (bs + 8) : 0);
+      floats += w * t.sg + rows;
+      break;
+    case Kernel::Dq:  // k, v, q / dO / dS (side by side in the emulation); lse, D, partials
+      halves = 2 * bs * ld + (emulated ? 2 * rows * ld + w * 16 * (bs + 8) : rows * ld);
+      floats += 2 * rows + w * t.sg;
+      break;
+    case Kernel::Dkv:  // k, v, q, dO, p z and dS (transposed, rows of 24); lse, D
+      halves = 2 * rows * ld + 2 * bs * ld + 2 * w * bs * 24;
+      floats += 2 * bs;
+      break;
+  }
   return 2 * halves + 4 * floats;
 }
 
 // Loop iterations of one invocation (DeviceCapabilities::max_loop_iterations; counted as if
 // nothing were unrolled): the tile loads, the fragment loops (the emulation's scalar matrix
-// products per element) and the softmax, per key tile.
-int64_t loop_iterations(const AttentionForward& p, const Tile& t, int dmax) {
-  const int64_t wg = t.workgroup(), epl = 256 / t.sg, df = dmax / 16, kf = t.keys / 16;
-  const int64_t groups = t.keys / 4 / (t.sg / 16);
-  const int64_t load = (int64_t{t.keys} * dmax / 4 + wg - 1) / wg;
-  const int64_t per_tile = 2 * load + kf * (2 + df) * (epl + 1) + df * (kf + 3) * (epl + 1) +
-                           8 * groups + 16;
-  const int64_t key_tiles = (p.S + t.keys - 1) / t.keys;
-  return key_tiles * per_tile + (int64_t{t.rows()} * dmax / 4 + wg - 1) / wg + df * epl + 16;
+// products per element) and the element-wise steps, per streamed tile.
+int64_t loop_iterations(const AttentionForward& p, const Tile& t, Kernel kernel, int dmax) {
+  const int64_t wg = t.workgroup(), epl = 256 / t.sg, df = dmax / 16, sf = t.bs / 16;
+  const int64_t items = 4 * int64_t{t.bs} / t.sg;
+  const int64_t load = (int64_t{t.bs} * dmax / 4 + wg - 1) / wg;
+  const int64_t own = (int64_t{t.rows()} * dmax / 4 + wg - 1) / wg;  // the rows' own tiles
+  const int64_t product = df * (epl + 1) + 2 * epl + 2;               // one accumulator
+  switch (kernel) {
+    case Kernel::Forward:
+      return (p.S + t.bs - 1) / t.bs * (2 * load + sf * product + df * (sf + 3) * (epl + 1) + 8 * items + 16) +
+             own + df * epl + 16;
+    case Kernel::Dq:
+      return (p.S + t.bs - 1) / t.bs * (2 * load + 2 * sf * product + df * sf * (epl + 1) + 8 * items + 16) +
+             2 * own + p.Ev + df * (2 * epl + 2) + 16;
+    case Kernel::Dkv:
+      return p.group * ((p.L + t.bs - 1) / t.bs) *
+                 (2 * load + 2 * sf * product + 2 * df * sf * (epl + 1) + 8 * items + 24) +
+             2 * own + 2 * df * (2 * epl + 2) + 16;
+  }
+  return 0;
 }
 
 // 4-element loads of every row of a [batch, heads, rows, n] operand: 8-byte aligned rows.
@@ -132,16 +187,50 @@ bool quad_rows(const Operand& op, const AttentionStrides& st, int64_t n) {
 }
 
 const char* g_last_algorithm = "";
+const char* g_last_backward_algorithm = "";
 
-void record(Stream& stream, const AttentionForward& p, const AttentionParams& a, const Tile& t,
-            int dmax, bool emulated) {
-  const char* name = shader_name(p.q.dtype, dmax, emulated);
+// The pipeline of `kernel` with tile `t` (spec constants SG, WARPS, BS, VEC).
+VkPipeline pipeline_of(Stream& stream, Kernel kernel, DType dtype, int dmax, bool emulated,
+                       const Tile& t, uint32_t vec) {
+  const std::string name = shader_name(kernel, dtype, dmax, emulated);
   const ShaderBinary* shader = find_shader(name);
-  if (!shader) invalid(kWhere, std::string("no shader variant '") + name + "'");
+  if (!shader) invalid(kWhere, "no shader variant '" + name + "'");
+  const std::vector<uint32_t> spec = {t.sg, t.warps, t.bs, vec};
+  return stream.device().pipelines().get(*shader, t.workgroup(), spec);
+}
+
+// Whether `kernel` can run `p` (the real kernel or the emulation) on this stream's device at
+// all, and with which tile.
+bool usable(Stream& stream, const AttentionForward& p, Kernel kernel, bool emulated, int* dmax,
+            Tile* tile) {
+  if (!half_dtype(p.q.dtype) || std::max(p.E, p.Ev) > kMaxHeadDim) return false;
+  const DeviceCapabilities& caps = stream.device().caps();
+  if (!emulated && !device_has_shape(caps, p.q.dtype)) return false;
+  *dmax = std::max(p.E, p.Ev) <= 64 ? 64 : 128;
+  if (!find_shader(shader_name(kernel, p.q.dtype, *dmax, emulated))) return false;
+  *tile = choose_tile(caps, kernel, *dmax, emulated);
+  if (!tile_valid(*tile, *dmax)) {
+    if (emulated) invalid(kWhere, "invalid cooperative-matrix attention tile");
+    return false;
+  }
+  if (tile->workgroup() > caps.max_workgroup_invocations ||
+      tile->workgroup() > caps.max_workgroup_size[0] ||
+      shared_bytes(*tile, kernel, *dmax, emulated) > caps.max_shared_memory_size)
+    return false;
+  const int64_t owned = kernel == Kernel::Dkv ? p.S : p.L;
+  if ((owned + tile->rows() - 1) / tile->rows() > 65535) return false;
+  return loop_iterations(p, *tile, kernel, *dmax) <= loop_budget(stream);
+}
+
+void record_forward(Stream& stream, const AttentionForward& p, const AttentionParams& a,
+                    bool emulated) {
+  int dmax = 0;
+  Tile t{};
+  if (!usable(stream, p, Kernel::Forward, emulated, &dmax, &t))
+    invalid(kWhere, "the problem does not fit the cooperative-matrix forward");
   const uint32_t vec = (quad_rows(p.q, p.q_strides, p.E) && quad_rows(p.k, p.k_strides, p.E) ? 1u : 0u) |
                        (quad_rows(p.v, p.v_strides, p.Ev) ? 2u : 0u);
-  const std::vector<uint32_t> spec = {t.sg, t.warps, t.keys, vec};
-  VkPipeline pipeline = stream.device().pipelines().get(*shader, t.workgroup(), spec);
+  VkPipeline pipeline = pipeline_of(stream, Kernel::Forward, p.q.dtype, dmax, emulated, t, vec);
   const int64_t tiles = (p.L + t.rows() - 1) / t.rows();
   const uint64_t params = stream.upload_params(&a, sizeof a);
   const AccessSet accesses = attention_forward_accesses(p);
@@ -150,27 +239,47 @@ void record(Stream& stream, const AttentionForward& p, const AttentionParams& a,
   g_last_algorithm = emulated ? "coopmat_emulated" : "coopmat";
 }
 
-// Whether `p` can run on the (real or emulated) kernel on this stream's device at all, and
-// with which tile.
-bool usable(Stream& stream, const AttentionForward& p, bool emulated, int* dmax, Tile* tile) {
-  if (!half_dtype(p.q.dtype) || std::max(p.E, p.Ev) > kMaxHeadDim) return false;
-  const DeviceCapabilities& caps = stream.device().caps();
-  if (!emulated && !device_has_shape(caps, p.q.dtype)) return false;
-  *dmax = std::max(p.E, p.Ev) <= 64 ? 64 : 128;
-  if (!find_shader(shader_name(p.q.dtype, *dmax, emulated))) return false;
-  *tile = choose_tile(caps, *dmax, emulated);
-  if (!tile_valid(*tile, *dmax)) {
-    if (emulated) invalid(kWhere, "invalid cooperative-matrix attention tile");
-    return false;
-  }
-  if (tile->workgroup() > caps.max_workgroup_invocations ||
-      tile->workgroup() > caps.max_workgroup_size[0] ||
-      shared_bytes(*tile, *dmax, emulated) > caps.max_shared_memory_size)
-    return false;
-  if ((p.L + tile->rows() - 1) / tile->rows() > 65535) return false;
-  return loop_iterations(p, *tile, *dmax) <= loop_budget(stream);
+bool backward_usable(Stream& stream, const AttentionForward& p, bool emulated) {
+  int dmax = 0;
+  Tile t{};
+  return usable(stream, p, Kernel::Dq, emulated, &dmax, &t) &&
+         usable(stream, p, Kernel::Dkv, emulated, &dmax, &t);
 }
 
+void record_backward(Stream& stream, const AttentionBackward& problem,
+                     const AttentionBackwardParams& block, bool emulated) {
+  const AttentionForward& p = problem.forward;
+  int dmax = 0;
+  Tile dq{}, dkv{};
+  if (!usable(stream, p, Kernel::Dq, emulated, &dmax, &dq) ||
+      !usable(stream, p, Kernel::Dkv, emulated, &dmax, &dkv))
+    invalid(kWhere, "the problem does not fit the cooperative-matrix backward");
+  const uint32_t vec = (quad_rows(p.q, p.q_strides, p.E) && quad_rows(p.k, p.k_strides, p.E) ? 1u : 0u) |
+                       (quad_rows(p.v, p.v_strides, p.Ev) ? 2u : 0u) |
+                       (quad_rows(problem.grad_out, problem.grad_out_strides, p.Ev) ? 4u : 0u);
+  VkPipeline dq_pipeline = pipeline_of(stream, Kernel::Dq, p.q.dtype, dmax, emulated, dq, vec);
+  VkPipeline dkv_pipeline = pipeline_of(stream, Kernel::Dkv, p.q.dtype, dmax, emulated, dkv, vec);
+  AttentionBackwardParams a = block;
+  Allocator& allocator = stream.device().allocator();
+  const int64_t rows = p.batch * p.heads * p.L;
+  const uint64_t d = rows > 0 ? allocator.allocate(static_cast<uint64_t>(rows) * 4, stream.id()) : 0;
+  a.d = d != 0 ? d : p.lse.address;  // no query rows: D is never read nor written
+  const uint64_t params = stream.upload_params(&a, sizeof a);
+  AccessSet dq_accesses, dkv_accesses;
+  backward_accesses(problem, d, &dq_accesses, &dkv_accesses);
+  const int64_t query_tiles = (p.L + dq.rows() - 1) / dq.rows();
+  const int64_t key_tiles = (p.S + dkv.rows() - 1) / dkv.rows();
+  if (query_tiles > 0)
+    stream.dispatch(dq_pipeline, static_cast<uint32_t>(query_tiles),
+                    static_cast<uint32_t>(p.batch * p.heads), 1, &params, sizeof params, nullptr,
+                    0, &dq_accesses);
+  if (key_tiles > 0)
+    stream.dispatch(dkv_pipeline, static_cast<uint32_t>(key_tiles),
+                    static_cast<uint32_t>(p.batch * (p.heads / p.group)), 1, &params,
+                    sizeof params, nullptr, 0, &dkv_accesses);
+  if (d != 0) allocator.free(d);  // stream order: a later reuse runs after both passes
+  g_last_backward_algorithm = emulated ? "coopmat_emulated" : "coopmat";
+}
 enum class State { Unchecked, Passed, Failed };
 
 struct Registry {
@@ -201,104 +310,108 @@ float float_of_bits(uint16_t h, DType dtype) {
     std::memcpy(&f, &u, sizeof f);
     return f;
   }
-  const uint32_t sign = (h & 0x8000u) ? 1 : 0, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  const uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
   float v = exponent == 0 ? std::ldexp(static_cast<float>(mantissa), -24)
                           : std::ldexp(1.0f + static_cast<float>(mantissa) / 1024.0f,
                                        static_cast<int>(exponent) - 15);
   if (exponent == 31) v = mantissa ? NAN : INFINITY;
-  return sign ? -v : v;
+  return (h & 0x8000u) ? -v : v;
 }
 
-// One self-check problem: [1, 2, L, E] q, [1, 2, S, E] k, [1, 2, S, Ev] v of k / 64 values.
+// One self-check problem: [1, heads, L, E] q, [1, heads / group, S, E] k, [.., S, Ev] v (and
+// a [1, heads, L, Ev] output gradient) of k / 64 values; `backward`: also the gradients.
 struct CheckProblem {
-  int64_t L, S, E, Ev;
-  bool causal;
+  int64_t heads, group, L, S, E, Ev;
+  bool causal, backward;
 };
 
-// Compares the kernel with the portable one on `c`; false on a mismatch (out beyond 2e-2 or
-// the logsumexp beyond 1e-2: the inputs are in [-1, 1], P is rounded to 16 bits) or an error.
+// Whether |x - y| <= tolerance * max(1, |y|) for every element of two 16-bit buffers.
+bool close_16(const std::vector<uint16_t>& x, const std::vector<uint16_t>& y, DType dtype,
+              float tolerance) {
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float a = float_of_bits(x[i], dtype), b = float_of_bits(y[i], dtype);
+    if (!(std::fabs(a - b) <= tolerance * std::max(1.0f, std::fabs(b)))) return false;
+  }
+  return true;
+}
+
+// Runs `c` on the portable kernels and on the cooperative-matrix ones and compares them (the
+// forward's out within 2e-2 and its logsumexp within 1e-2; the gradients within 5e-2 of
+// max(1, |value|): the inputs are in [-1, 1], P and dS are rounded to 16 bits). False on a
+// mismatch or any error.
 bool check_problem(Stream& stream, DType dtype, const CheckProblem& c, std::string* why) {
-  constexpr int64_t heads = 2;
-  const int64_t nq = heads * c.L * c.E, nk = heads * c.S * c.E, nv = heads * c.S * c.Ev;
-  const int64_t no = heads * c.L * c.Ev, nl = heads * c.L;
-  std::vector<uint16_t> q(nq), k(nk), v(nv);
-  auto fill = [&](std::vector<uint16_t>& x, uint32_t salt) {
-    for (size_t i = 0; i < x.size(); ++i) {
+  const int64_t kv = c.heads / c.group;
+  const int64_t nq = c.heads * c.L * c.E, nk = kv * c.S * c.E, nv = kv * c.S * c.Ev;
+  const int64_t no = c.heads * c.L * c.Ev, nl = c.heads * c.L;
+  Allocator& allocator = stream.device().allocator();
+  std::vector<uint64_t> buffers;
+  auto allocate = [&](int64_t elements, DType dt) {
+    buffers.push_back(allocator.allocate(static_cast<uint64_t>(elements) * dtype_size(dt), stream.id()));
+    return Operand{buffers.back(), dt};
+  };
+  auto upload = [&](const Operand& op, int64_t n, uint32_t salt) {
+    std::vector<uint16_t> x(n);
+    for (int64_t i = 0; i < n; ++i) {
       const uint32_t h = (static_cast<uint32_t>(i) + salt) * 2654435761u;
       x[i] = bits_of_64ths(static_cast<int>((h >> 16) % 129) - 64, dtype);
     }
+    stream.copy_from_host(x.data(), op.address, n * 2);
   };
-  fill(q, 1), fill(k, 7), fill(v, 13);
-  Allocator& allocator = stream.device().allocator();
-  std::vector<uint64_t> buffers;
-  auto allocate = [&](uint64_t bytes) {
-    buffers.push_back(allocator.allocate(bytes, stream.id()));
-    return buffers.back();
+  auto download = [&](const Operand& op, int64_t n) {
+    std::vector<uint16_t> x(n);
+    stream.copy_to_host(op.address, x.data(), n * 2);
+    return x;
   };
   bool ok = false;
   try {
     AttentionForward p;
-    p.batch = 1, p.heads = heads, p.group = 1, p.L = c.L, p.S = c.S, p.E = c.E, p.Ev = c.Ev;
+    p.batch = 1, p.heads = c.heads, p.group = c.group, p.L = c.L, p.S = c.S, p.E = c.E, p.Ev = c.Ev;
     p.scale = 1.0f / std::sqrt(static_cast<float>(c.E));
     p.causal = c.causal;
-    p.q = Operand{allocate(nq * 2), dtype};
-    p.k = Operand{allocate(nk * 2), dtype};
-    p.v = Operand{allocate(nv * 2), dtype};
-    const Operand out[2] = {{allocate(no * 2), dtype}, {allocate(no * 2), dtype}};
-    const Operand lse[2] = {{allocate(nl * 4), DType::Float32}, {allocate(nl * 4), DType::Float32}};
-    p.q_strides = {heads * c.L * c.E, c.L * c.E, c.E};
-    p.k_strides = {heads * c.S * c.E, c.S * c.E, c.E};
-    p.v_strides = {heads * c.S * c.Ev, c.S * c.Ev, c.Ev};
-    p.out_strides = {heads * c.L * c.Ev, c.L * c.Ev, c.Ev};
-    stream.copy_from_host(q.data(), p.q.address, nq * 2);
-    stream.copy_from_host(k.data(), p.k.address, nk * 2);
-    stream.copy_from_host(v.data(), p.v.address, nv * 2);
-    std::vector<uint16_t> o[2] = {std::vector<uint16_t>(no), std::vector<uint16_t>(no)};
-    std::vector<float> l[2] = {std::vector<float>(nl), std::vector<float>(nl)};
+    p.q = allocate(nq, dtype), p.k = allocate(nk, dtype), p.v = allocate(nv, dtype);
+    p.q_strides = {nq, c.L * c.E, c.E};
+    p.k_strides = {nk, c.S * c.E, c.E};
+    p.v_strides = {nv, c.S * c.Ev, c.Ev};
+    p.out_strides = {no, c.L * c.Ev, c.Ev};
+    upload(p.q, nq, 1), upload(p.k, nk, 7), upload(p.v, nv, 13);
+    const Operand out[2] = {allocate(no, dtype), allocate(no, dtype)};
+    const Operand lse[2] = {allocate(nl, DType::Float32), allocate(nl, DType::Float32)};
     for (int run = 0; run < 2; ++run) {
       p.out = out[run], p.lse = lse[run];
-      AttentionParams a{};
-      a.q = p.q.address, a.k = p.k.address, a.v = p.v.address, a.out = p.out.address;
-      a.lse = p.lse.address;
-      a.q_sb = static_cast<int32_t>(p.q_strides.batch), a.q_sh = static_cast<int32_t>(p.q_strides.head);
-      a.q_sl = static_cast<int32_t>(p.q_strides.row);
-      a.k_sb = static_cast<int32_t>(p.k_strides.batch), a.k_sh = static_cast<int32_t>(p.k_strides.head);
-      a.k_sl = static_cast<int32_t>(p.k_strides.row);
-      a.v_sb = static_cast<int32_t>(p.v_strides.batch), a.v_sh = static_cast<int32_t>(p.v_strides.head);
-      a.v_sl = static_cast<int32_t>(p.v_strides.row);
-      a.o_sb = static_cast<int32_t>(p.out_strides.batch), a.o_sh = static_cast<int32_t>(p.out_strides.head);
-      a.o_sl = static_cast<int32_t>(p.out_strides.row);
-      a.heads = heads, a.group = 1, a.batch = 1;
-      a.L = static_cast<int32_t>(c.L), a.S = static_cast<int32_t>(c.S);
-      a.E = static_cast<int32_t>(c.E), a.Ev = static_cast<int32_t>(c.Ev);
-      a.dtype = static_cast<int32_t>(dtype);
-      a.mask_dtype = static_cast<int32_t>(DType::Bool);
-      a.flags = c.causal ? 1 : 0;
-      a.scale = p.scale;
-      a.drop_scale = 1.0f;
-      a.row_end = static_cast<int32_t>(heads * c.L), a.j_end = static_cast<int32_t>(c.S);
-      if (run == 0) {
-        record_attention_portable(stream, p, a);
-      } else {
-        int dmax = 0;
-        Tile tile{};
-        if (!usable(stream, p, false, &dmax, &tile)) throw std::runtime_error("no tile fits the device");
-        record(stream, p, a, tile, dmax, false);
-      }
-      stream.copy_to_host(p.out.address, o[run].data(), no * 2);
-      stream.copy_to_host(p.lse.address, l[run].data(), nl * 4);
+      const AttentionParams a = forward_params(p);
+      if (run == 0) record_attention_portable(stream, p, a);
+      else record_forward(stream, p, a, false);
     }
     const char* fail = std::getenv("TORCH_VK_ATTENTION_COOPMAT_SELF_CHECK");
-    if (attention_tuning().coopmat_fail_self_check || (fail && std::strcmp(fail, "fail") == 0))
-      l[1][nl / 2] += 1.0f;
-    ok = true;
-    for (int64_t i = 0; i < no && ok; ++i) {
-      const float x = float_of_bits(o[1][i], dtype), y = float_of_bits(o[0][i], dtype);
-      ok = std::fabs(x - y) <= 2e-2f;
-    }
+    const bool fail_on_purpose =
+        attention_tuning().coopmat_fail_self_check || (fail && std::strcmp(fail, "fail") == 0);
+    std::vector<float> l[2] = {std::vector<float>(nl), std::vector<float>(nl)};
+    for (int run = 0; run < 2; ++run) stream.copy_to_host(lse[run].address, l[run].data(), nl * 4);
+    if (fail_on_purpose) l[1][nl / 2] += 1.0f;
+    ok = close_16(download(out[1], no), download(out[0], no), dtype, 2e-2f);
     for (int64_t i = 0; i < nl && ok; ++i)
       ok = l[1][i] == l[0][i] || std::fabs(l[1][i] - l[0][i]) <= 1e-2f;
-    if (!ok) *why = "its result differs from the portable kernel's";
+    if (ok && c.backward) {
+      AttentionBackward g;
+      g.forward = p;
+      g.forward.out = out[0], g.forward.lse = lse[0];
+      g.grad_out = allocate(no, dtype);
+      upload(g.grad_out, no, 21);
+      g.grad_out_strides = p.out_strides;
+      g.grad_q_strides = p.q_strides, g.grad_k_strides = p.k_strides, g.grad_v_strides = p.v_strides;
+      std::vector<uint16_t> grads[2][3];
+      for (int run = 0; run < 2; ++run) {
+        g.grad_q = allocate(nq, dtype), g.grad_k = allocate(nk, dtype), g.grad_v = allocate(nv, dtype);
+        const AttentionBackwardParams a = backward_params(stream, g);
+        if (run == 0) record_attention_backward_portable(stream, g, a);
+        else record_backward(stream, g, a, false);
+        grads[run][0] = download(g.grad_q, nq);
+        grads[run][1] = download(g.grad_k, nk);
+        grads[run][2] = download(g.grad_v, nv);
+      }
+      for (int i = 0; i < 3 && ok; ++i) ok = close_16(grads[1][i], grads[0][i], dtype, 5e-2f);
+    }
+    if (!ok) *why = "its result differs from the portable kernels'";
   } catch (const std::exception& e) {
     *why = e.what();
     ok = false;
@@ -310,14 +423,43 @@ bool check_problem(Stream& stream, DType dtype, const CheckProblem& c, std::stri
 // Synchronizes `stream` (once per device, dtype and process).
 bool self_check(Stream& stream, DType dtype, std::string* why) {
   // d64: a full and a partial key tile, q rows past L. d128: causal, head dims 112 / 80
-  // (partial fragments), L below one workgroup's rows.
-  return check_problem(stream, dtype, CheckProblem{72, 100, 64, 48, false}, why) &&
-         check_problem(stream, dtype, CheckProblem{40, 70, 112, 80, true}, why);
+  // (partial fragments), L below one workgroup's rows. Backward (d64): GQA, causal, L != S.
+  return check_problem(stream, dtype, CheckProblem{2, 1, 72, 100, 64, 48, false, false}, why) &&
+         check_problem(stream, dtype, CheckProblem{2, 1, 40, 70, 112, 80, true, false}, why) &&
+         check_problem(stream, dtype, CheckProblem{4, 2, 70, 45, 64, 64, true, true}, why);
+}
+
+// Whether the real kernels may run on `stream`'s device for `dtype`: their self-check passed
+// (run now if it has not, except while capturing).
+bool checked(Stream& stream, DType dtype) {
+  Registry& r = registry();
+  const std::pair<const Device*, DType> key{&stream.device(), dtype};
+  State state;
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    state = r.states[key];
+  }
+  if (state != State::Unchecked) return state == State::Passed;
+  if (stream.capturing()) return false;  // the check waits on the host
+  std::string why;
+  const bool ok = self_check(stream, dtype, &why);
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    r.states[key] = ok ? State::Passed : State::Failed;
+  }
+  if (!ok)
+    std::fprintf(stderr,
+                 "torch-vk: the %s cooperative-matrix attention failed its self-check on %s (%s); "
+                 "%s attention uses the portable kernels\n",
+                 dtype_name(dtype), stream.device().caps().name.c_str(), why.c_str(),
+                 dtype_name(dtype));
+  return ok;
 }
 
 }  // namespace
 
 void set_last_attention_algorithm(const char* name) { g_last_algorithm = name; }
+void set_last_attention_backward_algorithm(const char* name) { g_last_backward_algorithm = name; }
 
 bool try_attention_coopmat(Stream& stream, const AttentionForward& p, const AttentionParams& a) {
   const Coopmat m = mode();
@@ -325,39 +467,29 @@ bool try_attention_coopmat(Stream& stream, const AttentionForward& p, const Atte
   const bool emulated = m == Coopmat::Emulate;
   int dmax = 0;
   Tile tile{};
-  if (!usable(stream, p, emulated, &dmax, &tile)) return false;
+  if (!usable(stream, p, Kernel::Forward, emulated, &dmax, &tile)) return false;
   if (!emulated) {
     // GPUs only, and where the 64-row tiles keep the device busy: few query rows against many
     // keys (decode) take the split-KV kernel. (Thresholds not yet measured on hardware.)
     if (attention_algorithm(stream) != AttentionTuning::Algo::Tiled || p.L < 16) return false;
     if (p.L < 256 && attention_split_keys(p, (p.L + 15) / 16) > 0) return false;
-    Registry& r = registry();
-    const std::pair<const Device*, DType> key{&stream.device(), p.q.dtype};
-    State state;
-    {
-      std::lock_guard<std::mutex> lock(r.mutex);
-      state = r.states[key];
-    }
-    if (state == State::Failed) return false;
-    if (state == State::Unchecked) {
-      if (stream.capturing()) return false;  // the check waits on the host
-      std::string why;
-      const bool ok = self_check(stream, p.q.dtype, &why);
-      {
-        std::lock_guard<std::mutex> lock(r.mutex);
-        r.states[key] = ok ? State::Passed : State::Failed;
-      }
-      if (!ok) {
-        std::fprintf(stderr,
-                     "torch-vk: the %s cooperative-matrix attention failed its self-check on %s "
-                     "(%s); %s attention uses the portable kernels\n",
-                     dtype_name(p.q.dtype), stream.device().caps().name.c_str(), why.c_str(),
-                     dtype_name(p.q.dtype));
-        return false;
-      }
-    }
+    if (!checked(stream, p.q.dtype)) return false;
   }
-  record(stream, p, a, tile, dmax, emulated);
+  record_forward(stream, p, a, emulated);
+  return true;
+}
+
+bool try_attention_backward_coopmat(Stream& stream, const AttentionBackward& problem,
+                                    const AttentionBackwardParams& a) {
+  const Coopmat m = mode();
+  if (m == Coopmat::Off) return false;
+  const bool emulated = m == Coopmat::Emulate;
+  const AttentionForward& p = problem.forward;
+  if (!backward_usable(stream, p, emulated)) return false;
+  if (!emulated && (attention_algorithm(stream) != AttentionTuning::Algo::Tiled ||
+                    !checked(stream, p.q.dtype)))
+    return false;
+  record_backward(stream, problem, a, emulated);
   return true;
 }
 
@@ -369,7 +501,7 @@ const char* attention_coopmat_state(Stream& stream, DType dtype) {
   using namespace detail;
   if (!half_dtype(dtype) || mode() == Coopmat::Off ||
       !device_has_shape(stream.device().caps(), dtype) ||
-      !find_shader(shader_name(dtype, 64, false)))
+      !find_shader(shader_name(Kernel::Forward, dtype, 64, false)))
     return "unavailable";
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
@@ -385,5 +517,6 @@ void attention_coopmat_forget_self_check(Stream& stream) {
 }
 
 const char* last_attention_algorithm() { return detail::g_last_algorithm; }
+const char* last_attention_backward_algorithm() { return detail::g_last_backward_algorithm; }
 
 }  // namespace tvk::kernels

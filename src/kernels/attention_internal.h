@@ -31,6 +31,37 @@ struct AttentionParams {
 };
 static_assert(sizeof(AttentionParams) == 216);
 
+// Mirrors `BwdParams` in shaders/attention_backward_params.glsl (std430).
+struct AttentionBackwardParams {
+  uint64_t q, k, v, o, dout, lse, mask, dq, dk, dv, d;
+  int32_t q_sb, q_sh, q_sl;
+  int32_t k_sb, k_sh, k_sl;
+  int32_t v_sb, v_sh, v_sl;
+  int32_t o_sb, o_sh, o_sl;
+  int32_t do_sb, do_sh, do_sl;
+  int32_t dq_sb, dq_sh, dq_sl;
+  int32_t dk_sb, dk_sh, dk_sl;
+  int32_t dv_sb, dv_sh, dv_sl;
+  int32_t m_sb, m_sh, m_sl, m_ss;
+  int32_t batch, heads, group, L, S, E, Ev;
+  int32_t dtype, mask_dtype, flags;
+  float scale;
+  int32_t pad0;
+  uint32_t drop_seed[2], drop_counter[2];
+  uint32_t drop_threshold;
+  float drop_scale;
+  uint64_t dbias;  // DQ pass: ds written here (0: not)
+};
+static_assert(sizeof(AttentionBackwardParams) == 280);
+
+// The forward's argument checks (std::invalid_argument, as attention_forward documents) and
+// its parameter block; a default block for empty problems.
+AttentionParams forward_params(const AttentionForward& p);
+
+// The backward's argument checks (as attention_backward documents; non-empty batch and heads)
+// and its parameter block, D left 0.
+AttentionBackwardParams backward_params(Stream& stream, const AttentionBackward& problem);
+
 // What a forward dispatch reads (q, k, v, the mask) and writes (out, logsumexp).
 AccessSet attention_forward_accesses(const AttentionForward& p);
 
@@ -49,8 +80,26 @@ void record_attention_portable(Stream& stream, const AttentionForward& p, Attent
 // CPU device, few query rows (decode, where split-KV pays), the self-check failed.
 bool try_attention_coopmat(Stream& stream, const AttentionForward& p, const AttentionParams& a);
 
+// What the backward's DQ and DKV passes read and write (D: the float32 [batch * heads * L]
+// scratch the DQ pass fills and the DKV pass reads).
+void backward_accesses(const AttentionBackward& problem, uint64_t d, AccessSet* dq_pass,
+                       AccessSet* dkv_pass);
+
+// Records `problem` (validated, its parameter block filled but for D) with the portable fused
+// passes (shaders/attention_backward.comp).
+void record_attention_backward_portable(Stream& stream, const AttentionBackward& problem,
+                                        const AttentionBackwardParams& a);
+
+// The backward on the cooperative-matrix passes where try_attention_coopmat would take the
+// problem's forward (the same dtype, head-dim, device and self-check conditions); false
+// (nothing recorded) otherwise.
+bool try_attention_backward_coopmat(Stream& stream, const AttentionBackward& problem,
+                                    const AttentionBackwardParams& a);
+
 // The algorithm name of the last attention forward recorded in this process ("rows",
 // "tiled", "split", "coopmat", "coopmat_emulated").
 void set_last_attention_algorithm(const char* name);
+// The same for attention_backward ("fused", "coopmat", "coopmat_emulated").
+void set_last_attention_backward_algorithm(const char* name);
 
 }  // namespace tvk::kernels::detail

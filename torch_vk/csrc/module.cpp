@@ -414,6 +414,8 @@ PYBIND11_MODULE(_C, m) {
   }, py::arg("device") = -1, py::arg("dtype") = "float16");
   m.def("_last_attention_algorithm",
         [] { return std::string(tvk::kernels::last_attention_algorithm()); });
+  m.def("_last_attention_backward_algorithm",
+        [] { return std::string(tvk::kernels::last_attention_backward_algorithm()); });
   register_graph_bindings(m);
   register_replay_bindings(m);
   register_memory_bindings(m);
