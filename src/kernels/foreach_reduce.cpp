@@ -166,13 +166,25 @@ void foreach_reduce(Stream& stream, ReduceOp op, ComputeKind acc, const ForeachR
     uint64_t partials = 0;
     if (chunks > 0)
       partials = allocator.allocate(static_cast<uint64_t>(chunks) * acc_size, stream.id());
+    // Both passes declare the partials as read and written (so the second is ordered after
+    // the first), the first every input, the second every output.
+    AccessSet first_pass, second_pass;
+    if (chunks > 0) {
+      first_pass.read(partials, static_cast<uint64_t>(chunks) * acc_size);
+      first_pass.write(partials, static_cast<uint64_t>(chunks) * acc_size);
+    }
+    second_pass = first_pass;
+    for (const ForeachReduceEntryBlock& entry : block) {
+      add_dense(first_pass, entry.in_addr, in_dtype, entry.numel, false);
+      add_dense(second_pass, entry.out_addr, out_dtype, 1, true);
+    }
     try {
       push.partials = partials;
       if (chunks > 0)
         stream.dispatch(partials_pipeline, group_count(stream, chunks, 1), 1, 1, &push,
-                        sizeof(push));
+                        sizeof(push), nullptr, 0, &first_pass);
       stream.dispatch(finish_pipeline, group_count(stream, push.count, 1), 1, 1, &push,
-                      sizeof(push));
+                      sizeof(push), nullptr, 0, &second_pass);
     } catch (...) {
       if (partials) allocator.free(partials);
       throw;

@@ -33,6 +33,33 @@ struct OpInfo {
   uint32_t optional;    // bit i: operand i may be absent (address 0)
 };
 
+// Operand i of `op`: its elements in units of hidden (times batch unless `per_batch` is 0)
+// and whether the op writes it (see RnnCellOp in rnn_cell.h and shaders/rnn_cell.comp).
+struct OperandShape {
+  int units;
+  bool per_batch, write;
+};
+const OperandShape* shapes(RnnCellOp op) {
+  static const OperandShape lstm_forward[8] = {{4, true, false}, {4, true, false}, {1, true, false},
+                                               {4, false, false}, {4, false, false}, {1, true, true},
+                                               {1, true, true}, {4, true, true}};
+  static const OperandShape lstm_backward[7] = {{1, true, false}, {1, true, false}, {1, true, false},
+                                                {1, true, false}, {4, true, false}, {4, true, true},
+                                                {1, true, true}};
+  static const OperandShape gru_forward[7] = {{3, true, false}, {3, true, false}, {1, true, false},
+                                              {3, false, false}, {3, false, false}, {1, true, true},
+                                              {5, true, true}};
+  static const OperandShape gru_backward[5] = {{1, true, false}, {5, true, false}, {3, true, true},
+                                               {3, true, true}, {1, true, true}};
+  switch (op) {
+    case RnnCellOp::LstmForward: return lstm_forward;
+    case RnnCellOp::LstmBackward: return lstm_backward;
+    case RnnCellOp::GruForward: return gru_forward;
+    case RnnCellOp::GruBackward: return gru_backward;
+  }
+  return lstm_forward;
+}
+
 OpInfo info(RnnCellOp op, bool has_bias) {
   const uint32_t biases = has_bias ? 0u : (1u << 3) | (1u << 4);
   switch (op) {
@@ -84,7 +111,12 @@ void rnn_cell(Stream& stream, const RnnCell& p) {
   std::vector<uint32_t> spec{tuning().specialize_dtypes ? static_cast<uint32_t>(dtype) : UINT32_MAX};
   VkPipeline pipeline = stream.device().pipelines().get(*shader, wg, spec);
   const uint32_t groups = group_count(stream, p.batch * p.hidden, wg);
-  stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+  AccessSet accesses;  // absent optional operands (address 0) add nothing
+  const OperandShape* shape = shapes(p.op);
+  for (int i = 0; i < op.count; ++i)
+    add_dense(accesses, p.operands[i].address, dtype,
+              shape[i].units * p.hidden * (shape[i].per_batch ? p.batch : 1), shape[i].write);
+  stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push), nullptr, 0, &accesses);
 }
 
 }  // namespace tvk::kernels

@@ -85,12 +85,22 @@ void check_float64(Stream& stream, bool needed) {
     throw std::invalid_argument("float64 is not supported on this device (no shaderFloat64)");
 }
 
+// `accesses`: the memory the dispatch reads and writes (every operand is contiguous).
 void launch(Stream& stream, const std::string& name, std::vector<uint32_t> spec, int64_t items,
-            const void* push, uint32_t bytes) {
+            const void* push, uint32_t bytes, const AccessSet& accesses) {
   const ShaderBinary* shader = find_shader(name);
   if (!shader) invalid(kWhere, "no shader variant '" + name + "' (stale build?)");
   VkPipeline pipeline = stream.device().pipelines().get(*shader, kWorkgroup, spec);
-  stream.dispatch(pipeline, group_count(stream, items, kWorkgroup), 1, 1, push, bytes);
+  stream.dispatch(pipeline, group_count(stream, items, kWorkgroup), 1, 1, push, bytes, nullptr, 0,
+                  &accesses);
+}
+
+AccessSet reads_writes(const Operand& in, int64_t in_elements, const Operand& out,
+                       int64_t out_elements) {
+  AccessSet set;
+  add_dense(set, in.address, in.dtype, in_elements, false);
+  add_dense(set, out.address, out.dtype, out_elements, true);
+  return set;
 }
 
 uint64_t double_bits(double v) {
@@ -132,8 +142,10 @@ void range(Stream& stream, const Range& p) {
   push.out_dtype = static_cast<int32_t>(p.out.dtype);
   push.mode = static_cast<int32_t>(p.mode);
   push.halfway = static_cast<int32_t>(numel / 2);
+  AccessSet accesses;
+  add_dense(accesses, p.out.address, p.out.dtype, numel, true);
   launch(stream, std::string("shape.range.") + compute_kind_name(p.kind), {}, numel, &push,
-         sizeof(push));
+         sizeof(push), accesses);
 }
 
 void triangle(Stream& stream, bool upper, int64_t batch, int64_t rows, int64_t cols,
@@ -152,7 +164,8 @@ void triangle(Stream& stream, bool upper, int64_t batch, int64_t rows, int64_t c
   push.cols = static_cast<int32_t>(cols);
   push.diagonal = static_cast<int32_t>(std::clamp<int64_t>(diagonal, -rows - 1, cols + 1));
   push.upper = upper ? 1 : 0;
-  launch(stream, "shape.tri", {static_cast<uint32_t>(in.dtype)}, numel, &push, sizeof(push));
+  launch(stream, "shape.tri", {static_cast<uint32_t>(in.dtype)}, numel, &push, sizeof(push),
+         reads_writes(in, numel, out, numel));
 }
 
 namespace {
@@ -204,7 +217,8 @@ void pad(Stream& stream, const Pad& g, Operand out, Operand in) {
   if (g.batch * g.d * g.h * g.w == 0) invalid(kWhere, "pad: empty input with a non-empty output");
   if (in.dtype != out.dtype) invalid(kWhere, "pad: input and output dtypes differ");
   check_float64(stream, in.dtype == DType::Float64);
-  launch(stream, "shape.pad", {static_cast<uint32_t>(in.dtype)}, numel, &push, sizeof(push));
+  launch(stream, "shape.pad", {static_cast<uint32_t>(in.dtype)}, numel, &push, sizeof(push),
+         reads_writes(in, g.batch * g.d * g.h * g.w, out, numel));
 }
 
 void pad_backward(Stream& stream, const Pad& g, ComputeKind kind, Operand grad_in,
@@ -225,7 +239,7 @@ void pad_backward(Stream& stream, const Pad& g, ComputeKind kind, Operand grad_i
     invalid(kWhere, "pad_backward: float64 operands need the Float64 kind");
   check_float64(stream, f64);
   launch(stream, std::string("shape.pad_backward.") + compute_kind_name(kind), {}, numel, &bw,
-         sizeof(bw));
+         sizeof(bw), reads_writes(grad_out, g.batch * g.od * g.oh * g.ow, grad_in, numel));
 }
 
 void repeat_index(Stream& stream, int64_t count, int64_t total, Operand cumsum, Operand out) {
@@ -243,7 +257,8 @@ void repeat_index(Stream& stream, int64_t count, int64_t total, Operand cumsum, 
   push.count = static_cast<int32_t>(count);
   push.total = static_cast<int32_t>(total);
   push.out_dtype = static_cast<int32_t>(out.dtype);
-  launch(stream, "shape.repeat_index", {}, numel, &push, sizeof(push));
+  launch(stream, "shape.repeat_index", {}, numel, &push, sizeof(push),
+         reads_writes(cumsum, count, out, numel));
 }
 
 }  // namespace tvk::kernels
