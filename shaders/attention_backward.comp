@@ -65,7 +65,22 @@
 
 layout(local_size_x = ROWS_PER_GROUP * TPR) in;
 
-#include "attention_backward_params.glsl"
+#include "attention_params.glsl"
+
+// p_ij z_ij (pz) and ds_ij from the summed dot products (s = q . k, dp = dO . v); `z`: z_ij
+// (1 without dropout).
+void probability(BwdParams P, bool live, int b, int h, int i, int j, float s, float dp,
+                 float lse, float d_i, float z, out float pz, out float ds) {
+  float x = P.scale * s;
+  if (!live || lse == NEG_INF || excluded(P, b, h, i, j, x) || x == NEG_INF) {
+    pz = 0.0;
+    ds = 0.0;
+    return;
+  }
+  const float p = tvk_exp(x - lse);
+  pz = p * z;
+  ds = p * (z * dp - d_i);
+}
 
 // Dropout: the Philox blocks of the current tile pair, [query row][key group of 4], each
 // drawn once per tile by one invocation (fill_drop_bits) instead of by every lane of every

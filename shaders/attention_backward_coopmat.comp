@@ -60,7 +60,7 @@
 #include "common.glsl"
 #include "math.glsl"
 #include "attention_mask.glsl"
-#include "attention_backward_params.glsl"
+#include "attention_params.glsl"
 
 #if COOPMAT_EMULATE
 #define UNROLL [[dont_unroll]]
@@ -123,7 +123,7 @@ shared float16_t sh_h[H_TOTAL];
 #endif
 shared float sh_f[F_TOTAL];
 
-#include "attention_coopmat.glsl"
+#include "coopmat_fragments.glsl"
 
 // 16-bit patterns of 4 values, two per word.
 uvec2 patterns4(float a, float b, float c, float d) {

@@ -123,7 +123,7 @@ shared float16_t sh_h[H_TOTAL];
 #endif
 shared float sh_f[F_TOTAL];
 
-#include "attention_coopmat.glsl"
+#include "coopmat_fragments.glsl"
 
 // ---------------------------------------------------------------- main
 void main() {

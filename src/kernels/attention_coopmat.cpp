@@ -25,13 +25,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "kernels/attention_internal.h"
+#include "kernels/coopmat_self_check.h"
 #include "kernels/launch.h"
 #include "runtime/allocator.h"
 #include "runtime/device.h"
@@ -280,42 +279,9 @@ void record_backward(Stream& stream, const AttentionBackward& problem,
   if (d != 0) allocator.free(d);  // stream order: a later reuse runs after both passes
   g_last_backward_algorithm = emulated ? "coopmat_emulated" : "coopmat";
 }
-enum class State { Unchecked, Passed, Failed };
-
-struct Registry {
-  std::mutex mutex;
-  std::map<std::pair<const Device*, DType>, State> states;
-};
-Registry& registry() {
-  static Registry r;
-  return r;
-}
-
-// Host bits of k / 64 (|k| <= 64: exact in float16 and bfloat16).
-uint16_t bits_of_64ths(int k, DType dtype) {
-  const float f = static_cast<float>(k) / 64.0f;
-  uint32_t u = 0;
-  std::memcpy(&u, &f, sizeof u);
-  if (dtype == DType::BFloat16) return static_cast<uint16_t>(u >> 16);
-  if (k == 0) return 0;
-  const uint32_t sign = (u >> 16) & 0x8000u;
-  const int32_t exponent = static_cast<int32_t>((u >> 23) & 0xff) - 127 + 15;
-  return static_cast<uint16_t>(sign | (static_cast<uint32_t>(exponent) << 10) | ((u >> 13) & 0x3ffu));
-}
-
-float float_of_bits(uint16_t h, DType dtype) {
-  if (dtype == DType::BFloat16) {
-    const uint32_t u = uint32_t{h} << 16;
-    float f;
-    std::memcpy(&f, &u, sizeof f);
-    return f;
-  }
-  const uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
-  float v = exponent == 0 ? std::ldexp(static_cast<float>(mantissa), -24)
-                          : std::ldexp(1.0f + static_cast<float>(mantissa) / 1024.0f,
-                                       static_cast<int>(exponent) - 15);
-  if (exponent == 31) v = mantissa ? NAN : INFINITY;
-  return (h & 0x8000u) ? -v : v;
+CoopmatSelfChecks& self_checks() {
+  static CoopmatSelfChecks checks("attention");
+  return checks;
 }
 
 // One self-check problem: [1, heads, L, E] q, [1, heads / group, S, E] k, [.., S, Ev] v (and
@@ -324,16 +290,6 @@ struct CheckProblem {
   int64_t heads, group, L, S, E, Ev;
   bool causal, backward;
 };
-
-// Whether |x - y| <= tolerance * max(1, |y|) for every element of two 16-bit buffers.
-bool close_16(const std::vector<uint16_t>& x, const std::vector<uint16_t>& y, DType dtype,
-              float tolerance) {
-  for (size_t i = 0; i < x.size(); ++i) {
-    const float a = float_of_bits(x[i], dtype), b = float_of_bits(y[i], dtype);
-    if (!(std::fabs(a - b) <= tolerance * std::max(1.0f, std::fabs(b)))) return false;
-  }
-  return true;
-}
 
 // Runs `c` on the portable kernels and on the cooperative-matrix ones and compares them (the
 // forward's out within 2e-2 and its logsumexp within 1e-2; the gradients within 5e-2 of
@@ -432,28 +388,8 @@ bool self_check(Stream& stream, DType dtype, std::string* why) {
 // Whether the real kernels may run on `stream`'s device for `dtype`: their self-check passed
 // (run now if it has not, except while capturing).
 bool checked(Stream& stream, DType dtype) {
-  Registry& r = registry();
-  const std::pair<const Device*, DType> key{&stream.device(), dtype};
-  State state;
-  {
-    std::lock_guard<std::mutex> lock(r.mutex);
-    state = r.states[key];
-  }
-  if (state != State::Unchecked) return state == State::Passed;
-  if (stream.capturing()) return false;  // the check waits on the host
-  std::string why;
-  const bool ok = self_check(stream, dtype, &why);
-  {
-    std::lock_guard<std::mutex> lock(r.mutex);
-    r.states[key] = ok ? State::Passed : State::Failed;
-  }
-  if (!ok)
-    std::fprintf(stderr,
-                 "torch-vk: the %s cooperative-matrix attention failed its self-check on %s (%s); "
-                 "%s attention uses the portable kernels\n",
-                 dtype_name(dtype), stream.device().caps().name.c_str(), why.c_str(),
-                 dtype_name(dtype));
-  return ok;
+  return self_checks().passed(stream, dtype,
+                              [&](std::string* why) { return self_check(stream, dtype, why); });
 }
 
 }  // namespace
@@ -503,18 +439,10 @@ const char* attention_coopmat_state(Stream& stream, DType dtype) {
       !device_has_shape(stream.device().caps(), dtype) ||
       !find_shader(shader_name(Kernel::Forward, dtype, 64, false)))
     return "unavailable";
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  auto it = r.states.find({&stream.device(), dtype});
-  const State state = it == r.states.end() ? State::Unchecked : it->second;
-  return state == State::Passed ? "passed" : state == State::Failed ? "failed" : "unchecked";
+  return self_checks().state(stream, dtype);
 }
 
-void attention_coopmat_forget_self_check(Stream& stream) {
-  detail::Registry& r = detail::registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  for (DType d : {DType::Float16, DType::BFloat16}) r.states.erase({&stream.device(), d});
-}
+void attention_coopmat_forget_self_check(Stream& stream) { detail::self_checks().forget(stream); }
 
 const char* last_attention_algorithm() { return detail::g_last_algorithm; }
 const char* last_attention_backward_algorithm() { return detail::g_last_backward_algorithm; }

@@ -31,7 +31,7 @@ struct AttentionParams {
 };
 static_assert(sizeof(AttentionParams) == 216);
 
-// Mirrors `BwdParams` in shaders/attention_backward_params.glsl (std430).
+// Mirrors `BwdParams` in shaders/attention_params.glsl (std430).
 struct AttentionBackwardParams {
   uint64_t q, k, v, o, dout, lse, mask, dq, dk, dv, d;
   int32_t q_sb, q_sh, q_sl;

@@ -20,12 +20,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "kernels/coopmat_self_check.h"
 #include "kernels/gemm_internal.h"
 #include "kernels/kernels.h"
 #include "kernels/launch.h"
@@ -69,15 +68,9 @@ struct Profile {
 constexpr Profile kLarge{128, 128, 32, 2, 4};
 constexpr Profile kMedium{64, 64, 32, 2, 2};
 
-enum class State { Unchecked, Passed, Failed };
-
-struct Registry {
-  std::mutex mutex;
-  std::map<std::pair<const Device*, int>, State> states;  // per (device, element index)
-};
-Registry& registry() {
-  static Registry r;
-  return r;
+CoopmatSelfChecks& self_checks() {
+  static CoopmatSelfChecks checks("GEMM");
+  return checks;
 }
 
 bool emulating() { return gemm_tuning().coopmat == GemmTuning::Coopmat::Emulate; }
@@ -312,31 +305,10 @@ bool try_gemm_coopmat(Stream& stream, const Gemm& p) {
   Profile f;
   if (!choose_profile(stream, p, shape, f32_terms(p, e), &f)) return false;
 
-  Registry& r = registry();
-  const std::pair<const Device*, int> key{&stream.device(), e};
-  State state;
-  {
-    std::lock_guard<std::mutex> lock(r.mutex);
-    state = r.states[key];
-  }
-  if (state == State::Failed) return false;
-  if (state == State::Unchecked) {
-    if (stream.capturing()) return false;  // the check waits on the host: not while capturing
-    std::string why;
-    const bool ok = self_check(stream, e, shape, &why);
-    {
-      std::lock_guard<std::mutex> lock(r.mutex);
-      r.states[key] = ok ? State::Passed : State::Failed;
-    }
-    if (!ok) {
-      std::fprintf(stderr,
-                   "torch-vk: the %s cooperative-matrix GEMM failed its self-check on %s (%s); "
-                   "%s products use the portable kernels\n",
-                   dtype_name(p.a.dtype), stream.device().caps().name.c_str(), why.c_str(),
-                   dtype_name(p.a.dtype));
-      return false;
-    }
-  }
+  // Keyed by A's dtype: float32 A / B (converted to bfloat16) have a check of their own.
+  if (!self_checks().passed(stream, p.a.dtype,
+                            [&](std::string* why) { return self_check(stream, e, shape, why); }))
+    return false;
   record(stream, p, f);
   return true;
 }
@@ -352,17 +324,9 @@ const char* gemm_coopmat_state(Stream& stream, uint32_t shape[3], DType dtype) {
   const int e = element_index(dtype);
   if (e < 0 || !available(stream, e, &s)) return "unavailable";
   shape[0] = s.cm, shape[1] = s.cn, shape[2] = s.ck;
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  auto it = r.states.find({&stream.device(), e});
-  const State state = it == r.states.end() ? State::Unchecked : it->second;
-  return state == State::Passed ? "passed" : state == State::Failed ? "failed" : "unchecked";
+  return self_checks().state(stream, dtype);
 }
 
-void gemm_coopmat_forget_self_check(Stream& stream) {
-  detail::Registry& r = detail::registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  for (int e = 0; e < detail::kElementCount; ++e) r.states.erase({&stream.device(), e});
-}
+void gemm_coopmat_forget_self_check(Stream& stream) { detail::self_checks().forget(stream); }
 
 }  // namespace tvk::kernels

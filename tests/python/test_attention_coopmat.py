@@ -63,7 +63,7 @@ def test_head_dims(dims, dtype, emulate):
     check(*qkv(1, 2, 2, 37, 45, E, Ev), dtype, is_causal=E == 80)
 
 
-@pytest.mark.parametrize("tile", ["1,16,16", "2,32,32", "1,32,64", "4,16,32"])
+@pytest.mark.parametrize("tile", ["1,16,16", "2,32,32", "1,32,64", "4,16,32", "1,64,16"])
 @pytest.mark.parametrize("case", ["plain", "causal", "bool_mask", "float_mask", "gqa"])
 def test_tiles(case, tile, emulate):
     # Lanes per softmax row: 1 (sg 16), 2 (sg 32), 4 (sg 64); 1, 2 and 4 subgroups.
@@ -83,6 +83,15 @@ def test_tiles(case, tile, emulate):
         H, Hk = 4, 2
         kw["enable_gqa"] = True
     check(*qkv(B, H, Hk, L, S, E, E), torch.float16, mask=mask, **kw)
+
+
+@pytest.mark.parametrize("tile", ["1,32,32", "2,16,64"])
+def test_tiles_head_dim_128(tile, emulate):
+    # The d128 variant (head dims 65 .. 128) under other tiles than its default (2,16,32): more
+    # keys per tile, and 4 lanes per softmax row.
+    emulate.setenv("TORCH_VK_ATTENTION_COOPMAT_TILE", tile)
+    check(*qkv(1, 2, 2, 45, 70, 96, 112), torch.float16, is_causal=True)
+    check(*qkv(1, 2, 2, 20, 33, 128, 72), torch.bfloat16)
 
 
 def test_invalid_tile_raises(emulate):
@@ -137,11 +146,12 @@ def test_logsumexp_and_backward(emulate):
         assert_close(got, want.to(torch.float16).float(), atol=2e-2, rtol=2e-2)
 
 
-BACKWARD_TILES = [None, "1,16,1,16,16", "2,16,2,32,64", "4,16,3,16,32"]
+BACKWARD_TILES = [None, "1,16,1,16,16", "2,16,2,32,64", "4,16,3,16,32", "1,32,1,32,32"]
 
 
 @pytest.mark.parametrize("case,tile", [(c, t) for c in ("plain", "causal", "bool_mask", "float_mask", "gqa")
-                                       for t in BACKWARD_TILES] + [("dims", None), ("dims", "1,16,1,16,16")])
+                                       for t in BACKWARD_TILES] + [("dims", None), ("dims", "1,16,1,16,16"),
+                                                                  ("dims", "1,32,2,16,32")])
 def test_backward(case, tile, emulate):
     # Both passes against the CPU's gradients (the forward on the emulated kernel too). The
     # backward tile dq_warps,dq_keys,dkv_warps,dkv_queries,sg covers 1, 2 and 4 groups of 4

@@ -1,16 +1,17 @@
-// The cooperative-matrix attention kernels' tiles and fragments (shaders/attention_coopmat.comp,
-// attention_backward_coopmat.comp): 16-bit tiles in shared memory, 16 x 16 x 16 products with
-// float32 accumulators, and their emulation (COOPMAT_EMULATE 1: scalar code over the same
-// tiles, two 16-bit patterns per 32-bit word).
+// Tiles and fragments of the cooperative-matrix kernels that keep 16-bit tiles in shared memory
+// and multiply 16 x 16 x 16 blocks with float32 accumulators (shaders/attention_coopmat.comp,
+// attention_backward_coopmat.comp, conv_coopmat.comp), and their emulation (COOPMAT_EMULATE 1:
+// scalar code over the same tiles, two 16-bit patterns per 32-bit word).
 //
 // Include after common.glsl, having declared: the constants SG (lanes per subgroup), WG
-// (invocations per workgroup), EPL = 256 / SG, DMAX, LDH (row stride of the head-dim tiles
-// LOAD_TILE fills), the shared arrays sh_h (16-bit values: float16_t, or uint words holding two
-// patterns in the emulation) and sh_f (float), and the defines COOPMAT_EMULATE, COOPMAT_BF16,
-// UNROLL. Element offsets into sh_h count 16-bit values; fragment offsets and strides must
-// keep 16-byte alignment (multiples of 8 values), as the real loads need.
-#ifndef TVK_ATTENTION_COOPMAT_GLSL
-#define TVK_ATTENTION_COOPMAT_GLSL
+// (invocations per workgroup), EPL = 256 / SG, the shared arrays sh_h (16-bit values:
+// float16_t, or uint words holding two patterns in the emulation) and sh_f (float), and the
+// defines COOPMAT_EMULATE, COOPMAT_BF16, UNROLL; LOAD_TILE also needs DMAX and LDH (the row
+// stride of the head-dim tiles it fills). Element offsets into sh_h count 16-bit values;
+// fragment offsets and strides must keep 16-byte alignment (multiples of 8 values), as the
+// real loads need.
+#ifndef TVK_COOPMAT_FRAGMENTS_GLSL
+#define TVK_COOPMAT_FRAGMENTS_GLSL
 
 int g_lane, g_warp;
 
@@ -97,38 +98,29 @@ void acc_zero(out ACC_T acc) {
 #endif
 }
 
-// A: the 16 x 16 block at `off` of a row-major tile with row stride `ld`.
-void load_a(out FRAG_A_T f, int off, int ld) {
+// The fragment loaders, from the 16-bit tiles in sh_h at element offset `off` with stride `ld`:
+//   load_a(f, off, ld)       A, row-major: element (m, k) at off + m * ld + k;
+//   load_a_cols(f, off, ld)  A, column-major: element (m, k) at off + k * ld + m (tiles
+//                            stored transposed);
+//   load_b_rows(f, off, ld)  B, row-major: element (k, n) at off + k * ld + n (v: keys along
+//                            k, head dim along n);
+//   load_b_cols(f, off, ld)  B, column-major: element (k, n) at off + n * ld + k (k^T from the
+//                            row-major k tile).
+// The emulation's fragment records where the block lies: (row stride, column stride).
 #if COOPMAT_EMULATE
-  f = Frag(off, ld, 1);
+#define TVK_FRAG_LOADER(NAME, FRAG_T, LAYOUT, ROW_STRIDE, COL_STRIDE) \
+  void NAME(out FRAG_T f, int off, int ld) { f = Frag(off, ROW_STRIDE, COL_STRIDE); }
 #else
-  coopMatLoad(f, sh_h, uint(off), uint(ld), gl_CooperativeMatrixLayoutRowMajor);
+#define TVK_FRAG_LOADER(NAME, FRAG_T, LAYOUT, ROW_STRIDE, COL_STRIDE)    \
+  void NAME(out FRAG_T f, int off, int ld) {                            \
+    coopMatLoad(f, sh_h, uint(off), uint(ld), gl_CooperativeMatrixLayout##LAYOUT); \
+  }
 #endif
-}
-// A, column-major: element (m, k) at off + k * ld + m (tiles stored transposed).
-void load_a_cols(out FRAG_A_T f, int off, int ld) {
-#if COOPMAT_EMULATE
-  f = Frag(off, 1, ld);
-#else
-  coopMatLoad(f, sh_h, uint(off), uint(ld), gl_CooperativeMatrixLayoutColumnMajor);
-#endif
-}
-// B, row-major: element (k, n) at off + k * ld + n (v: keys along k, head dim along n).
-void load_b_rows(out FRAG_B_T f, int off, int ld) {
-#if COOPMAT_EMULATE
-  f = Frag(off, ld, 1);
-#else
-  coopMatLoad(f, sh_h, uint(off), uint(ld), gl_CooperativeMatrixLayoutRowMajor);
-#endif
-}
-// B, column-major: element (k, n) at off + n * ld + k (k^T from the row-major k tile).
-void load_b_cols(out FRAG_B_T f, int off, int ld) {
-#if COOPMAT_EMULATE
-  f = Frag(off, 1, ld);
-#else
-  coopMatLoad(f, sh_h, uint(off), uint(ld), gl_CooperativeMatrixLayoutColumnMajor);
-#endif
-}
+TVK_FRAG_LOADER(load_a, FRAG_A_T, RowMajor, ld, 1)
+TVK_FRAG_LOADER(load_a_cols, FRAG_A_T, ColumnMajor, 1, ld)
+TVK_FRAG_LOADER(load_b_rows, FRAG_B_T, RowMajor, ld, 1)
+TVK_FRAG_LOADER(load_b_cols, FRAG_B_T, ColumnMajor, 1, ld)
+#undef TVK_FRAG_LOADER
 
 void mul_add(inout ACC_T acc, FRAG_A_T a, FRAG_B_T b) {
 #if COOPMAT_EMULATE
@@ -168,4 +160,4 @@ void subgroup_sync() {
 #endif
 }
 
-#endif  // TVK_ATTENTION_COOPMAT_GLSL
+#endif  // TVK_COOPMAT_FRAGMENTS_GLSL

@@ -1,0 +1,57 @@
+// L2: the first-use self-checks of the cooperative-matrix kernels (GEMM, attention,
+// convolution). No torch headers.
+//
+// lavapipe cannot run cooperative matrices, so their kernels are tested on it only through
+// their emulation; on a real device each kernel family runs only after a self-check at its
+// first use there, per element type: a small problem compared with the portable kernels. A
+// failed check leaves the family on the portable kernels for the process, with one warning.
+#pragma once
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/kernels.h"
+
+namespace tvk {
+class Device;
+class Stream;
+}  // namespace tvk
+
+namespace tvk::kernels::detail {
+
+class CoopmatSelfChecks {
+ public:
+  // `family` names the kernels in the warning ("GEMM", "attention", "convolution").
+  explicit CoopmatSelfChecks(const char* family) : family_(family) {}
+
+  // Whether the family may run for `dtype` on `stream`'s device: runs `check` (which
+  // synchronizes the stream; it returns false with the reason in its argument on a mismatch or
+  // an error) at the first call per device and dtype, never while the stream is capturing
+  // (false then, undecided).
+  bool passed(Stream& stream, DType dtype, const std::function<bool(std::string*)>& check);
+  // "passed", "failed" or "unchecked".
+  const char* state(Stream& stream, DType dtype);
+  // Forgets the results on `stream`'s device (tests: the next use checks again).
+  void forget(Stream& stream);
+
+ private:
+  enum class State { Unchecked, Passed, Failed };
+  const char* family_;
+  std::mutex mutex_;
+  std::map<std::pair<const Device*, DType>, State> states_;
+};
+
+// Host helpers of the checks' 16-bit data.
+// The bits of k / 64 (|k| <= 64: exact in float16 and bfloat16) in `dtype`.
+uint16_t bits_of_64ths(int k, DType dtype);
+// The value of 16-bit pattern `h` of `dtype` (float16 or bfloat16).
+float float_of_bits(uint16_t h, DType dtype);
+// Whether |x - y| <= tolerance * max(1, |y|) for every element of two buffers of 16-bit
+// `dtype` values (NaN fails).
+bool close_16(const std::vector<uint16_t>& x, const std::vector<uint16_t>& y, DType dtype,
+              float tolerance);
+
+}  // namespace tvk::kernels::detail
