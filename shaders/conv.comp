@@ -73,42 +73,7 @@
 #endif
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const int SPEC_SRC_DT = -1;
-layout(constant_id = 2) const int SPEC_DST_DT = -1;
-layout(constant_id = 3) const int SPEC_AUX_DT = -1;
-layout(constant_id = 4) const int SPEC_AUX2_DT = -1;
-
-layout(push_constant) uniform Push {
-  uint64_t src;       //  0: X (im2col, direct) or col (col2im)
-  uint64_t dst;       //  8: col (im2col), dX (col2im) or Y (direct)
-  uint64_t aux;       // 16: bias per channel of dX (col2im) or W (direct); 0: none
-  uint64_t aux2;      // 24: bias per output channel (direct); 0: none
-  uint64_t geometry;  // 32: ConvGeometry
-  int total;          // 40: invocations
-  int src_dtype;      // 44
-  int dst_dtype;      // 48
-  int aux_dtype;      // 52
-  int aux2_dtype;     // 56
-  int pad0;           // 60 implicit weight gradient: samples per batch split (0: none)
-} pc;                 // 64 bytes
-
-// Sizes and strides in elements; index 0 = depth, 1 = height, 2 = width. Plain int arrays:
-// with ivec4 members, lavapipe returned wrong .w components from this block.
-layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer ConvGeometry {
-  int in_size[4];      // ID, IH, IW, C       (C: channels of X / dX)
-  int out_size[4];     // OD, OH, OW, COUT    (COUT: channels of Y, direct only)
-  int ksize[4];        // KD, KH, KW, K
-  int stride[4];       // [3] = CG (direct: input channels per group)
-  int pad[4];          // [3] = COUT_G (direct: output channels per group)
-  int dil[4];
-  int x_stride[4];     // X / dX strides of d, h, w, c
-  int x_stride_n[4];   // [0] = X / dX stride of n
-  int col_stride[4];   // col (or Y): [0] = n, [1] = r (Y: channel); l is contiguous (Y: [2] = l)
-};
-
-ivec4 v4(int a[4]) { return ivec4(a[0], a[1], a[2], a[3]); }
-
-int g_src_dt, g_dst_dt, g_aux_dt, g_aux2_dt;
+#include "conv_params.glsl"
 
 #if OP == 3
 // ---------------------------------------------------------------- implicit GEMM (OP 3)
@@ -128,89 +93,16 @@ shared float As[BK * BM];  // As[k * BM + m]
 shared float Bs[BK * BN];  // Bs[k * BN + n]
 
 layout(constant_id = 10) const int CONV_MODE = 0;  // 0 forward, 1 input, 2 weight gradient
-const int MODE_FORWARD = 0, MODE_INPUT_GRAD = 1, MODE_WEIGHT_GRAD = 2;
+#include "conv_implicit.glsl"
 
-// The problem (set once by main).
-ivec3 g_isz, g_osz, g_ks, g_st, g_pd, g_dl;
-ivec4 g_xs, g_ys;
-int g_xsn, g_K, g_L, g_I, g_CG, g_COUT_G, g_M, g_R, g_N;
-// Weight gradient split over the batch (pc.pad0 samples per split, 0: none): the first sample
-// of the current split and the element offset of its partial dW (set per split by main).
-int g_n0 = 0, g_dst0 = 0;
 // Tile elements of the next reduction step, fetched into registers before the current step's
 // products so that the loads are in flight while the invocation computes.
 float a_next[A_PER], b_next[B_PER];
 
-ivec3 position(int linear, ivec3 size) {
-  return ivec3(linear / (size.z * size.y), (linear / size.z) % size.y, linear % size.z);
-}
-
-// The im2col element of X for column position (n, l) and row r = c * K + k (c in the group).
-float im2col_x(int grp, int n, int l, int r) {
-  const int c = r / g_K, k = r - c * g_K;
-  const ivec3 ip = position(l, g_osz) * g_st - g_pd + position(k, g_ks) * g_dl;
-  if (any(lessThan(ip, ivec3(0))) || any(greaterThanEqual(ip, g_isz))) return 0.0;
-  return load_f32(pc.src, g_src_dt, n * g_xsn + (grp * g_CG + c) * g_xs.w + ip.x * g_xs.x +
-                                        ip.y * g_xs.y + ip.z * g_xs.z);
-}
-
-// A[m][r] of group grp. Forward: W[co][c, k] with r = c * K + k (row m = output channel).
-// Input gradient: W^T, r = co * K + k over the group's output channels (row m = input channel).
-// Weight gradient: dY[n][co][l] with r = n * L + l (row m = output channel).
-float load_a(int grp, int m, int r) {
-  if (CONV_MODE == MODE_FORWARD)
-    return load_f32(pc.aux, g_aux_dt, (grp * g_COUT_G + m) * g_R + r);
-  if (CONV_MODE == MODE_WEIGHT_GRAD) {
-    const int n = r / g_L, l = r - n * g_L;
-    return load_f32(pc.aux, g_aux_dt,
-                    (g_n0 + n) * g_ys.x + (grp * g_COUT_G + m) * g_ys.y + l * g_ys.z);
-  }
-  const int co = r / g_K, k = r - co * g_K;
-  return load_f32(pc.aux, g_aux_dt, ((grp * g_COUT_G + co) * g_CG + m) * g_K + k);
-}
-
-// B[r][j] of group grp. Forward: the im2col column of X (j = n * L + output position).
-// Input gradient: dY at the output position that kernel offset k maps onto input position
-// j = n * I + i (0 where it falls between strides or outside). Weight gradient: the im2col
-// of X transposed (r = n * L + l, j = c * K + k).
+float load_a(int grp, int m, int r) { return load_f32(pc.aux, g_aux_dt, a_offset(grp, m, r)); }
 float load_b(int grp, int r, int j) {
-  if (CONV_MODE == MODE_FORWARD) {
-    const int n = j / g_L;
-    return im2col_x(grp, n, j - n * g_L, r);
-  }
-  if (CONV_MODE == MODE_WEIGHT_GRAD) {
-    const int n = r / g_L;
-    return im2col_x(grp, g_n0 + n, r - n * g_L, j);
-  }
-  const int n = j / g_I, i = j - n * g_I;
-  const int co = r / g_K, k = r - co * g_K;
-  const ivec3 t = position(i, g_isz) + g_pd - position(k, g_ks) * g_dl;
-  const ivec3 o = t / g_st;
-  if (any(lessThan(t, ivec3(0))) || any(notEqual(o * g_st, t)) || any(greaterThanEqual(o, g_osz)))
-    return 0.0;
-  const int l = (o.x * g_osz.y + o.y) * g_osz.z + o.z;
-  return load_f32(pc.src, g_src_dt, n * g_ys.x + (grp * g_COUT_G + co) * g_ys.y + l * g_ys.z);
-}
-
-// Stores C[m][j] (+ bias) of group grp: Y[n][co][l] (forward), dX[n][c][i] (input
-// gradient) or dW[co][c, k] (weight gradient, contiguous, no bias).
-void store_c(int grp, int m, int j, float v) {
-  if (CONV_MODE == MODE_WEIGHT_GRAD) {
-    store_f32(pc.dst, g_dst_dt, g_dst0 + (grp * g_COUT_G + m) * g_N + j, v);
-    return;
-  }
-  if (CONV_MODE == MODE_FORWARD) {
-    const int co = grp * g_COUT_G + m;
-    if (pc.aux2 != 0ul) v += load_f32(pc.aux2, g_aux2_dt, co);
-    const int n = j / g_L, l = j - n * g_L;
-    store_f32(pc.dst, g_dst_dt, n * g_ys.x + co * g_ys.y + l * g_ys.z, v);
-    return;
-  }
-  const int c = grp * g_CG + m;
-  if (pc.aux2 != 0ul) v += load_f32(pc.aux2, g_aux2_dt, c);
-  const int n = j / g_I, i = j - n * g_I;
-  const ivec3 ip = position(i, g_isz);
-  store_f32(pc.dst, g_dst_dt, n * g_xsn + c * g_xs.w + ip.x * g_xs.x + ip.y * g_xs.y + ip.z * g_xs.z, v);
+  const int at = b_offset(grp, r, j);
+  return at < 0 ? 0.0 : load_f32(pc.src, g_src_dt, at);
 }
 
 // Fetches the A and B tiles of reduction elements r0 .. r0 + BK - 1 for rows m0.. and columns
@@ -231,57 +123,15 @@ void fetch(int lid, int grp, int m0, int j0, int r0) {
 }
 
 void main() {
-  g_src_dt = SPEC_SRC_DT >= 0 ? SPEC_SRC_DT : pc.src_dtype;
-  g_dst_dt = SPEC_DST_DT >= 0 ? SPEC_DST_DT : pc.dst_dtype;
-  g_aux_dt = SPEC_AUX_DT >= 0 ? SPEC_AUX_DT : pc.aux_dtype;
-  g_aux2_dt = SPEC_AUX2_DT >= 0 ? SPEC_AUX2_DT : pc.aux2_dtype;
-  ConvGeometry g = ConvGeometry(pc.geometry);
-  g_isz = ivec3(g.in_size[0], g.in_size[1], g.in_size[2]);
-  g_osz = ivec3(g.out_size[0], g.out_size[1], g.out_size[2]);
-  g_ks = ivec3(g.ksize[0], g.ksize[1], g.ksize[2]);
-  g_st = ivec3(g.stride[0], g.stride[1], g.stride[2]);
-  g_pd = ivec3(g.pad[0], g.pad[1], g.pad[2]);
-  g_dl = ivec3(g.dil[0], g.dil[1], g.dil[2]);
-  g_xs = v4(g.x_stride);
-  g_xsn = g.x_stride_n[0];
-  g_ys = v4(g.col_stride);  // Y / dY strides: n, channel, position
-  g_K = g.ksize[3];
-  g_CG = g.stride[3];
-  g_COUT_G = g.pad[3];
-  g_L = g_osz.x * g_osz.y * g_osz.z;
-  g_I = g_isz.x * g_isz.y * g_isz.z;
-  if (CONV_MODE == MODE_FORWARD) {
-    g_M = g_COUT_G;
-    g_R = g_CG * g_K;
-    g_N = pc.total * g_L;
-  } else if (CONV_MODE == MODE_INPUT_GRAD) {
-    g_M = g_CG;
-    g_R = g_COUT_G * g_K;
-    g_N = pc.total * g_I;
-  } else {
-    g_M = g_COUT_G;
-    g_R = pc.total * g_L;
-    g_N = g_CG * g_K;
-  }
-  const int groups = g.out_size[3] / g_COUT_G;
+  read_dtypes();
+  setup_implicit();
   const int lid = int(gl_LocalInvocationID.x);
   const int tn = lid % WN, tm = lid / WN;
   const int col_tiles = (g_N + BN - 1) / BN, row_tiles = (g_M + BM - 1) / BM;
-  // Weight gradient split over the batch: z covers (split, group) pairs, each split summing
-  // its pc.pad0 samples into its own partial dW (the launcher adds the partials up).
-  const bool split = CONV_MODE == MODE_WEIGHT_GRAD && pc.pad0 > 0;
-  const int per_split = split ? pc.pad0 : pc.total;
-  const int splits = split ? (pc.total + per_split - 1) / per_split : 1;
 
   // Uniform loop bounds per workgroup: every invocation reaches the same barriers.
-  for (int gz = int(gl_WorkGroupID.z); gz < groups * splits; gz += int(gl_NumWorkGroups.z)) {
-    const int grp = gz % groups;
-    if (split) {
-      const int s = gz / groups;
-      g_n0 = s * per_split;
-      g_R = min(per_split, pc.total - g_n0) * g_L;
-      g_dst0 = s * groups * g_COUT_G * g_N;
-    }
+  for (int gz = int(gl_WorkGroupID.z); gz < g_groups * g_splits; gz += int(gl_NumWorkGroups.z)) {
+    const int grp = select_group(gz);
     for (int rt = int(gl_WorkGroupID.y); rt < row_tiles; rt += int(gl_NumWorkGroups.y)) {
       const int m0 = rt * BM;
       for (int ct = int(gl_WorkGroupID.x); ct < col_tiles; ct += int(gl_NumWorkGroups.x)) {
@@ -324,10 +174,7 @@ void main() {
 }
 #else
 void main() {
-  g_src_dt = SPEC_SRC_DT >= 0 ? SPEC_SRC_DT : pc.src_dtype;
-  g_dst_dt = SPEC_DST_DT >= 0 ? SPEC_DST_DT : pc.dst_dtype;
-  g_aux_dt = SPEC_AUX_DT >= 0 ? SPEC_AUX_DT : pc.aux_dtype;
-  g_aux2_dt = SPEC_AUX2_DT >= 0 ? SPEC_AUX2_DT : pc.aux2_dtype;
+  read_dtypes();
   ConvGeometry g = ConvGeometry(pc.geometry);
   const ivec4 in_size = v4(g.in_size), out_size = v4(g.out_size), ksize = v4(g.ksize);
   const ivec4 stride = v4(g.stride), pad = v4(g.pad), dil = v4(g.dil);

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/conv_coopmat.h"
 #include "kernels/gemm.h"
 #include "kernels/kernels.h"
 #include "kernels/launch.h"
@@ -370,6 +371,7 @@ void forward_direct(Stream& stream, const Problem& p, const ConvTensor& y, const
   };
   const int64_t chunk = choose_chunk(p, 0, fits);
   const ConvGeometryBlock g = xy_geometry(p, xs, ys, y_l);
+  detail::set_last_conv_algorithm("direct");
   for (int64_t n0 = 0; n0 < p.n; n0 += chunk) {
     const int64_t nb = std::min(chunk, p.n - n0);
     ConvPush push{};
@@ -406,6 +408,10 @@ class ImplicitGemm {
     m_ = mode == 1 ? p.cg : p.coutg;
     r_ = mode == 0 ? p.cg * p.kvol : mode == 1 ? p.coutg * p.kvol : 0;  // mode 2: per chunk
     per_sample_ = mode == 0 ? p.l : mode == 1 ? p.ivol : 0;  // columns per sample
+    // 16-bit operands on cooperative matrices where the device has them (all of one dtype:
+    // check_operand; the weight gradient's float32 partials are written by store_c).
+    coopmat_ = detail::conv_coopmat_plan(stream, p.dtype, m_, columns(p.n), reduction(p.n), &plan_);
+    if (coopmat_) bm_ = plan_.bm, bn_ = plan_.bn;
     row_tiles_ = (m_ + bm_ - 1) / bm_;
     gy_ = groups(row_tiles_, 1);
     gz_ = groups(p.groups * splits, 2);
@@ -426,7 +432,7 @@ class ImplicitGemm {
     if (!within_budget(reduced))
       invalid(kWhere, "the reduction of " + std::to_string(reduction(reduced)) +
                           " elements exceeds the device's loop-iteration limit (max_loop_iterations)");
-    const ShaderBinary* shader = find_shader("conv.implicit.float32");
+    const ShaderBinary* shader = coopmat_ ? plan_.shader : find_shader("conv.implicit.float32");
     if (!shader) invalid(kWhere, "no shader variant 'conv.implicit.float32' (stale build?)");
     const uint32_t bias_dt = static_cast<uint32_t>(bias.address ? bias.dtype : src_dt);
     std::vector<uint32_t> spec;
@@ -435,9 +441,19 @@ class ImplicitGemm {
               static_cast<uint32_t>(w.dtype), bias_dt};
     else
       spec = {UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX};
-    spec.insert(spec.end(), {tile_.tm, tile_.tn, tile_.wm, tile_.wn, tile_.bk,
-                             static_cast<uint32_t>(mode_)});
-    VkPipeline pipeline = stream_.device().pipelines().get(*shader, tile_.wm * tile_.wn, spec);
+    uint32_t workgroup = tile_.wm * tile_.wn;
+    if (coopmat_) {
+      spec.insert(spec.end(), {plan_.bm, plan_.bn, plan_.bk, plan_.warps_m, plan_.warps_n,
+                               static_cast<uint32_t>(mode_), plan_.sg});
+      workgroup = plan_.workgroup();
+    } else {
+      spec.insert(spec.end(), {tile_.tm, tile_.tn, tile_.wm, tile_.wn, tile_.bk,
+                               static_cast<uint32_t>(mode_)});
+    }
+    VkPipeline pipeline = stream_.device().pipelines().get(*shader, workgroup, spec);
+    detail::set_last_conv_algorithm(!coopmat_ ? "implicit"
+                                    : plan_.emulated ? "coopmat_emulated"
+                                                     : "coopmat");
     for (int64_t n0 = 0; n0 < p_.n; n0 += chunk) {
       const int64_t nb = std::min(chunk, p_.n - n0);
       ConvPush push{};
@@ -471,6 +487,7 @@ class ImplicitGemm {
     const int64_t gx = groups(col_tiles, 0);
     const int64_t tiles = (col_tiles + gx - 1) / gx * ((row_tiles_ + gy_ - 1) / gy_) *
                           ((p_.groups * splits_ + gz_ - 1) / gz_);
+    if (coopmat_) return detail::conv_coopmat_loop_cost(plan_, tiles, reduction(nb));
     return tiles * (3 + (reduction(nb) + tile_.bk - 1) / tile_.bk * 4);
   }
 
@@ -479,6 +496,8 @@ class ImplicitGemm {
   int mode_;
   int64_t splits_ = 1;
   ConvTuning::ImplicitTile tile_;
+  bool coopmat_ = false;
+  detail::ConvCoopmatPlan plan_;
   int64_t bm_ = 0, bn_ = 0, m_ = 0, r_ = 0, per_sample_ = 0, row_tiles_ = 0;
   uint32_t gy_ = 1, gz_ = 1;
 };
@@ -514,7 +533,7 @@ void sum_partials(Stream& stream, uint64_t partials, int64_t splits, int64_t num
 bool use_implicit(Stream& stream, const Problem& p, bool plain_gemm) {
   const ConvTuning& t = conv_tuning();
   if (p.kind != ComputeKind::Float32) return false;
-  if (t.algo == ConvTuning::Algo::Implicit) return true;
+  if (t.algo == ConvTuning::Algo::Implicit || detail::conv_coopmat_checking()) return true;
   return t.algo == ConvTuning::Algo::Auto && !plain_gemm &&
          stream.device().caps().device_type != "cpu";
 }
@@ -559,6 +578,8 @@ ConvTuning& conv_tuning() {
     if (b && *b) d.column_budget = std::max<int64_t>(1, std::atoll(b));
     const char* splits = std::getenv("TORCH_VK_CONV_WEIGHT_SPLITS");
     if (splits && *splits) d.weight_splits = std::max<int64_t>(0, std::atoll(splits));
+    // TORCH_VK_CONV_COOPMAT, _TILE and _SELF_CHECK are read where they apply
+    // (conv_coopmat.cpp), so tests can set them per process before the first convolution.
     return d;
   }();
   return t;
@@ -612,6 +633,7 @@ void conv_forward(Stream& stream, const ConvShape& shape, const ConvTensor& y, c
     // Y[n]_g = W_g @ X[n]_g with X[n] read in place as a C x L matrix.
     Operand2 b{GemmMatrix{x.address, x.dtype, xs.c, x_l, 0}, xs.n, p.cg * xs.c};
     Operand2 c{GemmMatrix{y.address, y.dtype, ys.c, y_l, 0}, ys.n, p.coutg * ys.c};
+    detail::set_last_conv_algorithm("gemm");
     return grouped_gemm(stream, p.kind, p.coutg, p.l, cgk, p.n, p.groups, a, b, c, bias2, beta);
   }
   const int64_t per_sample = ck * p.l;
@@ -620,6 +642,7 @@ void conv_forward(Stream& stream, const ConvShape& shape, const ConvTensor& y, c
   };
   const int64_t chunk = choose_chunk(p, per_sample * dtype_size(x.dtype), fits);
   Scratch col(stream, static_cast<uint64_t>(chunk * per_sample) * dtype_size(x.dtype));
+  detail::set_last_conv_algorithm("im2col");
   for (int64_t n0 = 0; n0 < p.n; n0 += chunk) {
     const int64_t nb = std::min(chunk, p.n - n0);
     im2col(stream, p, x.address, x.dtype, xs, p.c, p.in, p.out, p.k, p.st, p.pd, p.dl, n0, nb,
@@ -678,6 +701,7 @@ void conv_backward_input(Stream& stream, const ConvShape& shape, const ConvTenso
     Operand2 c{GemmMatrix{dx.address, dx.dtype, xs.c, x_l, 0}, xs.n, p.cg * xs.c};
     Operand2 bias2;
     if (bias.address != 0) bias2 = Operand2{GemmMatrix{bias.address, bias.dtype, 1, 0, 0}, 0, p.cg};
+    detail::set_last_conv_algorithm("gemm");
     return grouped_gemm(stream, p.kind, p.cg, p.l, p.coutg, p.n, p.groups, wt, b, c, bias2,
                         bias.address != 0 ? 1.0 : 0.0);
   }
@@ -689,6 +713,7 @@ void conv_backward_input(Stream& stream, const ConvShape& shape, const ConvTenso
   };
   const int64_t chunk = choose_chunk(p, per_sample * dtype_size(cdt), fits);
   Scratch col(stream, static_cast<uint64_t>(chunk * per_sample) * dtype_size(cdt));
+  detail::set_last_conv_algorithm("im2col");
   ConvGeometryBlock g = geometry(p, p.c, p.in, p.out, p.k, p.st, p.pd, p.dl);
   set_x_strides(g, xs);
   g.col_stride[0] = static_cast<int32_t>(per_sample);
@@ -777,6 +802,7 @@ void conv_backward_weight(Stream& stream, const ConvShape& shape, Operand dw, co
   };
   const int64_t chunk = choose_chunk(p, bytes_per_sample, fits);
   const int64_t chunks = (p.n + chunk - 1) / chunk;
+  detail::set_last_conv_algorithm("im2col");
   // 16-bit weights summed over several chunks: accumulate in float32, round once at the end.
   const bool via_acc = chunks > 1 && dtype_size(dw.dtype) < 4;
   const DType acc_dt = via_acc ? DType::Float32 : dw.dtype;

@@ -78,7 +78,33 @@ struct ConvTuning {
   // (few output tiles over a long reduction), 1 never, n > 1 that many (at most the batch;
   // TORCH_VK_CONV_WEIGHT_SPLITS).
   int64_t weight_splits = 0;
+  // The implicit GEMM on cooperative matrices (shaders/conv_coopmat.comp) for float16 /
+  // bfloat16 operands, all three modes:
+  //   Auto     on devices listing the 16 x 16 x 16 subgroup shape for the dtype, once its
+  //            self-check passed there (TORCH_VK_DISABLE_COOPMAT=1 hides the shapes)
+  //   Off      never (TORCH_VK_CONV_COOPMAT=0)
+  //   Emulate  the emulated kernel on any device, after the same self-check (tests;
+  //            TORCH_VK_CONV_COOPMAT=emulate)
+  enum class Coopmat { Auto, Off, Emulate };
+  Coopmat coopmat = Coopmat::Auto;
+  // Its tile: bm x bn of C per workgroup of warps_m x warps_n subgroups of sg lanes, bk per
+  // reduction step; 0: the defaults (TORCH_VK_CONV_COOPMAT_TILE=bm,bn,bk,warps_m,warps_n,sg;
+  // the real kernel takes the device's subgroup size).
+  struct CoopmatTile {
+    uint32_t bm = 0, bn = 0, bk = 0, warps_m = 0, warps_n = 0, sg = 0;
+  } coopmat_tile;
+  // Makes the self-check fail (tests; TORCH_VK_CONV_COOPMAT_SELF_CHECK=fail).
+  bool coopmat_fail_self_check = false;
 };
 ConvTuning& conv_tuning();
+
+// "unavailable" (no kernel for `dtype` on the device, or Off), "unchecked", "passed" or
+// "failed": the cooperative-matrix convolution's self-check on `stream`'s device.
+const char* conv_coopmat_state(Stream& stream, DType dtype);
+// Forgets its results on the device (tests).
+void conv_coopmat_forget_self_check(Stream& stream);
+// The kernel of the last convolution primitive recorded on any thread: "direct", "gemm" (1x1
+// as a GEMM), "im2col", "implicit", "coopmat" or "coopmat_emulated".
+const char* last_conv_algorithm();
 
 }  // namespace tvk::kernels

@@ -18,6 +18,7 @@
 #include "aten/vk_backend.h"
 #include "aten/vk_common.h"
 #include "kernels/attention.h"
+#include "kernels/conv.h"
 #include "kernels/gemm.h"
 #include "kernels/kernels.h"
 #include "runtime/allocator.h"
@@ -416,6 +417,17 @@ PYBIND11_MODULE(_C, m) {
         [] { return std::string(tvk::kernels::last_attention_algorithm()); });
   m.def("_last_attention_backward_algorithm",
         [] { return std::string(tvk::kernels::last_attention_backward_algorithm()); });
+  // ---- the cooperative-matrix convolution (src/kernels/conv.h) ----
+  m.def("_conv_coopmat_state", [](int index, const std::string& dtype) {
+    if (dtype != "float16" && dtype != "bfloat16") {
+      PyErr_SetString(PyExc_ValueError, "dtype must be 'float16' or 'bfloat16'");
+      throw py::error_already_set();
+    }
+    using tvk::kernels::DType;
+    return std::string(tvk::kernels::conv_coopmat_state(
+        current_stream(index), dtype == "bfloat16" ? DType::BFloat16 : DType::Float16));
+  }, py::arg("device") = -1, py::arg("dtype") = "float16");
+  m.def("_last_conv_algorithm", [] { return std::string(tvk::kernels::last_conv_algorithm()); });
   register_graph_bindings(m);
   register_replay_bindings(m);
   register_memory_bindings(m);
