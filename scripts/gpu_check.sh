@@ -173,7 +173,13 @@ for dt, name in ((torch.float16, "float16"), (torch.bfloat16, "bfloat16")):
     q = torch.randn(2, 8, 512, 64, dtype=dt); ref = F.scaled_dot_product_attention(q.float(), q.float(), q.float(), is_causal=True)
     print("attention coopmat", name, "before:", C._attention_coopmat_state(dtype=name), end=" ")
     out = F.scaled_dot_product_attention(q.to("vk"), q.to("vk"), q.to("vk"), is_causal=True).cpu()
-    print("after:", C._attention_coopmat_state(dtype=name), C._last_attention_algorithm(), "max error", (out.float() - ref).abs().max().item())' 2>&1
+    print("after:", C._attention_coopmat_state(dtype=name), C._last_attention_algorithm(), "max error", (out.float() - ref).abs().max().item())
+# The cooperative-matrix convolution: its state before and after a ResNet-stage 3x3 forward.
+for dt, name in ((torch.float16, "float16"), (torch.bfloat16, "bfloat16")):
+    x = torch.randn(8, 64, 28, 28, dtype=dt); w = torch.randn(128, 64, 3, 3, dtype=dt) / 24; ref = F.conv2d(x.float(), w.float(), padding=1)
+    print("conv coopmat", name, "before:", C._conv_coopmat_state(dtype=name), end=" ")
+    out = F.conv2d(x.to("vk"), w.to("vk"), padding=1).cpu()
+    print("after:", C._conv_coopmat_state(dtype=name), C._last_conv_algorithm(), "max error", (out.float() - ref).abs().max().item())' 2>&1
   fi
 
   if [ -n "$cpp_pid" ]; then
@@ -219,7 +225,7 @@ for dt, name in ((torch.float16, "float16"), (torch.bfloat16, "bfloat16")):
   # ------------------------------------------------------------------------------------- e
   step "e. pytest on the device"
   if [ "$built" = 1 ]; then
-    local tests=${GPU_CHECK_TESTS:-tests/python/test_compile.py tests/python/test_matmul.py tests/python/test_elementwise.py tests/python/test_models.py tests/python/test_attention.py tests/python/test_attention_dropout.py tests/python/test_attention_coopmat.py tests/python/test_softmax.py tests/python/test_norm.py tests/python/test_reduce.py tests/python/test_conv.py}
+    local tests=${GPU_CHECK_TESTS:-tests/python/test_compile.py tests/python/test_matmul.py tests/python/test_elementwise.py tests/python/test_models.py tests/python/test_attention.py tests/python/test_attention_dropout.py tests/python/test_attention_coopmat.py tests/python/test_conv_coopmat.py tests/python/test_softmax.py tests/python/test_norm.py tests/python/test_reduce.py tests/python/test_conv.py}
     local t; t=$(cap 150 5)
     # SIGINT: pytest stops and still prints its summary.
     # shellcheck disable=SC2086

@@ -160,17 +160,18 @@ def _matmul_cases(sizes: Sequence[int], dtypes: Sequence[torch.dtype],
     return cases
 
 
-def _conv_cases(shapes: Sequence[tuple[int, int, int]], targets: tuple[Target, ...]) -> list[Case]:
+def _conv_cases(shapes: Sequence[tuple[int, int, int]], targets: tuple[Target, ...],
+                dtypes: Sequence[torch.dtype] = (torch.float32,)) -> list[Case]:
     """3x3 convolutions with padding 1, C channels in and out (a ResNet stage's shape)."""
     cases = []
-    for batch, channels, side in shapes:
+    for dtype, (batch, channels, side) in ((d, s) for d in dtypes for s in shapes):
         def make(gen: torch.Generator, batch: int = batch, channels: int = channels,
-                 side: int = side) -> list[torch.Tensor]:
-            return [_normal(gen, batch, channels, side, side),
-                    _normal(gen, channels, channels, 3, 3) * 0.1]
+                 side: int = side, dtype: torch.dtype = dtype) -> list[torch.Tensor]:
+            return [_normal(gen, batch, channels, side, side, dtype=dtype),
+                    (_normal(gen, channels, channels, 3, 3) * 0.1).to(dtype)]
 
         cases.append(Case("kernels", "conv2d",
-                          f"conv2d N={batch} C={channels} {side}x{side} 3x3", torch.float32,
+                          f"conv2d N={batch} C={channels} {side}x{side} 3x3", dtype,
                           {"batch": batch, "channels": channels, "height": side, "width": side,
                            "kernel": 3},
                           side, "H = W", 2.0 * batch * channels * channels * side * side * 9,
@@ -199,8 +200,8 @@ def _attention_cases(batch: int, heads: int, head_dim: int, lengths: Sequence[in
 
 
 def kernel_cases(quick: bool, with_cuda: bool) -> list[Case]:
-    """Element-wise add, softmax, layer_norm, matmul (float32, bfloat16, float16), conv2d and
-    SDPA, each at increasing sizes (tiny ones with ``quick``)."""
+    """Element-wise add, softmax, layer_norm, matmul (float32, bfloat16, float16), conv2d (also
+    float16 / bfloat16) and SDPA, each at increasing sizes (tiny ones with ``quick``)."""
     targets = targets_for("kernels", with_cuda)
     if quick:
         return (_add_cases([1 << 12, 1 << 16], targets)
@@ -208,6 +209,7 @@ def kernel_cases(quick: bool, with_cuda: bool) -> list[Case]:
                 + _row_cases("layer_norm", [(64, 128), (256, 256)], targets)
                 + _matmul_cases([64, 128], [torch.float32, torch.bfloat16, torch.float16], targets)
                 + _conv_cases([(2, 8, 8), (2, 8, 16)], targets)
+                + _conv_cases([(2, 8, 8)], targets, [torch.float16])
                 + _attention_cases(1, 2, 16, [32, 64], targets))
     return (_add_cases([1 << p for p in (14, 16, 18, 20, 22, 24)], targets)
             + _row_cases("softmax", [(256, 256), (1024, 1024), (4096, 1024), (8192, 2048)], targets)
@@ -216,6 +218,8 @@ def kernel_cases(quick: bool, with_cuda: bool) -> list[Case]:
             + _matmul_cases([128, 256, 512, 1024, 2048, 4096],
                             [torch.float32, torch.bfloat16, torch.float16], targets)
             + _conv_cases([(8, 64, 14), (8, 64, 28), (8, 64, 56)], targets)
+            + _conv_cases([(8, 64, 28), (8, 64, 56), (8, 128, 28)], targets,
+                          [torch.float16, torch.bfloat16])
             + _attention_cases(4, 8, 64, [128, 256, 512, 1024], targets))
 
 
