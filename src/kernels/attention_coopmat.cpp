@@ -48,9 +48,10 @@ using Coopmat = AttentionTuning::Coopmat;
 Coopmat mode() {
   const Coopmat forced = attention_tuning().coopmat;
   if (forced != Coopmat::Auto) return forced;
-  if (const char* v = std::getenv("TORCH_VK_ATTENTION_COOPMAT")) {
-    if (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0) return Coopmat::Off;
-    if (std::strcmp(v, "emulate") == 0) return Coopmat::Emulate;
+  switch (coopmat_switch("TORCH_VK_ATTENTION_COOPMAT")) {
+    case CoopmatSwitch::Off: return Coopmat::Off;
+    case CoopmatSwitch::Emulate: return Coopmat::Emulate;
+    case CoopmatSwitch::Unset: break;
   }
   return Coopmat::Auto;
 }
@@ -67,15 +68,6 @@ std::string shader_name(Kernel kernel, DType dtype, int dmax, bool emulated) {
   if (kernel == Kernel::Dq) name += ".dq";
   if (kernel == Kernel::Dkv) name += ".dkv";
   return name + (dmax == 64 ? ".d64" : ".d128");
-}
-
-// Whether the device lists the 16 x 16 x 16 float16 (bfloat16) x -> float32 subgroup shape.
-bool device_has_shape(const DeviceCapabilities& caps, DType dtype) {
-  if (!caps.cooperative_matrix) return false;
-  const auto& shapes = dtype == DType::BFloat16 ? caps.coopmat_bf16_shapes : caps.coopmat_f16_shapes;
-  for (const auto& s : shapes)
-    if (s.m == 16 && s.n == 16 && s.k == 16) return true;
-  return false;
 }
 
 // A kernel's tile: `warps` subgroups of `sg` lanes, each owning 16 rows; `bs` rows per streamed
@@ -204,7 +196,7 @@ bool usable(Stream& stream, const AttentionForward& p, Kernel kernel, bool emula
             Tile* tile) {
   if (!half_dtype(p.q.dtype) || std::max(p.E, p.Ev) > kMaxHeadDim) return false;
   const DeviceCapabilities& caps = stream.device().caps();
-  if (!emulated && !device_has_shape(caps, p.q.dtype)) return false;
+  if (!emulated && !device_has_16x16x16(caps, p.q.dtype)) return false;
   *dmax = std::max(p.E, p.Ev) <= 64 ? 64 : 128;
   if (!find_shader(shader_name(kernel, p.q.dtype, *dmax, emulated))) return false;
   *tile = choose_tile(caps, kernel, *dmax, emulated);
@@ -294,23 +286,15 @@ struct CheckProblem {
 // Runs `c` on the portable kernels and on the cooperative-matrix ones and compares them (the
 // forward's out within 2e-2 and its logsumexp within 1e-2; the gradients within 5e-2 of
 // max(1, |value|): the inputs are in [-1, 1], P and dS are rounded to 16 bits). False on a
-// mismatch or any error.
+// mismatch; throws on errors.
 bool check_problem(Stream& stream, DType dtype, const CheckProblem& c, std::string* why) {
   const int64_t kv = c.heads / c.group;
   const int64_t nq = c.heads * c.L * c.E, nk = kv * c.S * c.E, nv = kv * c.S * c.Ev;
   const int64_t no = c.heads * c.L * c.Ev, nl = c.heads * c.L;
-  Allocator& allocator = stream.device().allocator();
-  std::vector<uint64_t> buffers;
-  auto allocate = [&](int64_t elements, DType dt) {
-    buffers.push_back(allocator.allocate(static_cast<uint64_t>(elements) * dtype_size(dt), stream.id()));
-    return Operand{buffers.back(), dt};
-  };
+  CheckBuffers buffers(stream);
+  auto allocate = [&](int64_t elements, DType dt) { return buffers.operand(elements, dt); };
   auto upload = [&](const Operand& op, int64_t n, uint32_t salt) {
-    std::vector<uint16_t> x(n);
-    for (int64_t i = 0; i < n; ++i) {
-      const uint32_t h = (static_cast<uint32_t>(i) + salt) * 2654435761u;
-      x[i] = bits_of_64ths(static_cast<int>((h >> 16) % 129) - 64, dtype);
-    }
+    const std::vector<uint16_t> x = values_of_64ths(n, salt, dtype);
     stream.copy_from_host(x.data(), op.address, n * 2);
   };
   auto download = [&](const Operand& op, int64_t n) {
@@ -319,60 +303,53 @@ bool check_problem(Stream& stream, DType dtype, const CheckProblem& c, std::stri
     return x;
   };
   bool ok = false;
-  try {
-    AttentionForward p;
-    p.batch = 1, p.heads = c.heads, p.group = c.group, p.L = c.L, p.S = c.S, p.E = c.E, p.Ev = c.Ev;
-    p.scale = 1.0f / std::sqrt(static_cast<float>(c.E));
-    p.causal = c.causal;
-    p.q = allocate(nq, dtype), p.k = allocate(nk, dtype), p.v = allocate(nv, dtype);
-    p.q_strides = {nq, c.L * c.E, c.E};
-    p.k_strides = {nk, c.S * c.E, c.E};
-    p.v_strides = {nv, c.S * c.Ev, c.Ev};
-    p.out_strides = {no, c.L * c.Ev, c.Ev};
-    upload(p.q, nq, 1), upload(p.k, nk, 7), upload(p.v, nv, 13);
-    const Operand out[2] = {allocate(no, dtype), allocate(no, dtype)};
-    const Operand lse[2] = {allocate(nl, DType::Float32), allocate(nl, DType::Float32)};
-    for (int run = 0; run < 2; ++run) {
-      p.out = out[run], p.lse = lse[run];
-      const AttentionParams a = forward_params(p);
-      if (run == 0) record_attention_portable(stream, p, a);
-      else record_forward(stream, p, a, false);
-    }
-    const char* fail = std::getenv("TORCH_VK_ATTENTION_COOPMAT_SELF_CHECK");
-    const bool fail_on_purpose =
-        attention_tuning().coopmat_fail_self_check || (fail && std::strcmp(fail, "fail") == 0);
-    std::vector<float> l[2] = {std::vector<float>(nl), std::vector<float>(nl)};
-    for (int run = 0; run < 2; ++run) stream.copy_to_host(lse[run].address, l[run].data(), nl * 4);
-    if (fail_on_purpose) l[1][nl / 2] += 1.0f;
-    ok = close_16(download(out[1], no), download(out[0], no), dtype, 2e-2f);
-    for (int64_t i = 0; i < nl && ok; ++i)
-      ok = l[1][i] == l[0][i] || std::fabs(l[1][i] - l[0][i]) <= 1e-2f;
-    if (ok && c.backward) {
-      AttentionBackward g;
-      g.forward = p;
-      g.forward.out = out[0], g.forward.lse = lse[0];
-      g.grad_out = allocate(no, dtype);
-      upload(g.grad_out, no, 21);
-      g.grad_out_strides = p.out_strides;
-      g.grad_q_strides = p.q_strides, g.grad_k_strides = p.k_strides, g.grad_v_strides = p.v_strides;
-      std::vector<uint16_t> grads[2][3];
-      for (int run = 0; run < 2; ++run) {
-        g.grad_q = allocate(nq, dtype), g.grad_k = allocate(nk, dtype), g.grad_v = allocate(nv, dtype);
-        const AttentionBackwardParams a = backward_params(stream, g);
-        if (run == 0) record_attention_backward_portable(stream, g, a);
-        else record_backward(stream, g, a, false);
-        grads[run][0] = download(g.grad_q, nq);
-        grads[run][1] = download(g.grad_k, nk);
-        grads[run][2] = download(g.grad_v, nv);
-      }
-      for (int i = 0; i < 3 && ok; ++i) ok = close_16(grads[1][i], grads[0][i], dtype, 5e-2f);
-    }
-    if (!ok) *why = "its result differs from the portable kernels'";
-  } catch (const std::exception& e) {
-    *why = e.what();
-    ok = false;
+  AttentionForward p;
+  p.batch = 1, p.heads = c.heads, p.group = c.group, p.L = c.L, p.S = c.S, p.E = c.E, p.Ev = c.Ev;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(c.E));
+  p.causal = c.causal;
+  p.q = allocate(nq, dtype), p.k = allocate(nk, dtype), p.v = allocate(nv, dtype);
+  p.q_strides = {nq, c.L * c.E, c.E};
+  p.k_strides = {nk, c.S * c.E, c.E};
+  p.v_strides = {nv, c.S * c.Ev, c.Ev};
+  p.out_strides = {no, c.L * c.Ev, c.Ev};
+  upload(p.q, nq, 1), upload(p.k, nk, 7), upload(p.v, nv, 13);
+  const Operand out[2] = {allocate(no, dtype), allocate(no, dtype)};
+  const Operand lse[2] = {allocate(nl, DType::Float32), allocate(nl, DType::Float32)};
+  for (int run = 0; run < 2; ++run) {
+    p.out = out[run], p.lse = lse[run];
+    const AttentionParams a = forward_params(p);
+    if (run == 0) record_attention_portable(stream, p, a);
+    else record_forward(stream, p, a, false);
   }
-  for (uint64_t buffer : buffers) allocator.free(buffer);
+  const bool fail_on_purpose = attention_tuning().coopmat_fail_self_check ||
+                               self_check_forced_to_fail("TORCH_VK_ATTENTION_COOPMAT_SELF_CHECK");
+  std::vector<float> l[2] = {std::vector<float>(nl), std::vector<float>(nl)};
+  for (int run = 0; run < 2; ++run) stream.copy_to_host(lse[run].address, l[run].data(), nl * 4);
+  if (fail_on_purpose) l[1][nl / 2] += 1.0f;
+  ok = close_16(download(out[1], no), download(out[0], no), dtype, 2e-2f);
+  for (int64_t i = 0; i < nl && ok; ++i)
+    ok = l[1][i] == l[0][i] || std::fabs(l[1][i] - l[0][i]) <= 1e-2f;
+  if (ok && c.backward) {
+    AttentionBackward g;
+    g.forward = p;
+    g.forward.out = out[0], g.forward.lse = lse[0];
+    g.grad_out = allocate(no, dtype);
+    upload(g.grad_out, no, 21);
+    g.grad_out_strides = p.out_strides;
+    g.grad_q_strides = p.q_strides, g.grad_k_strides = p.k_strides, g.grad_v_strides = p.v_strides;
+    std::vector<uint16_t> grads[2][3];
+    for (int run = 0; run < 2; ++run) {
+      g.grad_q = allocate(nq, dtype), g.grad_k = allocate(nk, dtype), g.grad_v = allocate(nv, dtype);
+      const AttentionBackwardParams a = backward_params(stream, g);
+      if (run == 0) record_attention_backward_portable(stream, g, a);
+      else record_backward(stream, g, a, false);
+      grads[run][0] = download(g.grad_q, nq);
+      grads[run][1] = download(g.grad_k, nk);
+      grads[run][2] = download(g.grad_v, nv);
+    }
+    for (int i = 0; i < 3 && ok; ++i) ok = close_16(grads[1][i], grads[0][i], dtype, 5e-2f);
+  }
+  if (!ok) *why = "its result differs from the portable kernels'";
   return ok;
 }
 
@@ -436,7 +413,7 @@ namespace tvk::kernels {
 const char* attention_coopmat_state(Stream& stream, DType dtype) {
   using namespace detail;
   if (!half_dtype(dtype) || mode() == Coopmat::Off ||
-      !device_has_shape(stream.device().caps(), dtype) ||
+      !device_has_16x16x16(stream.device().caps(), dtype) ||
       !find_shader(shader_name(Kernel::Forward, dtype, 64, false)))
     return "unavailable";
   return self_checks().state(stream, dtype);

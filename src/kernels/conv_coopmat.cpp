@@ -26,7 +26,6 @@
 #include "kernels/conv.h"
 #include "kernels/coopmat_self_check.h"
 #include "kernels/launch.h"
-#include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/pipeline.h"
 #include "runtime/stream.h"
@@ -66,18 +65,10 @@ std::string shader_name(DType dtype, bool emulated) {
          (dtype == DType::BFloat16 ? "bfloat16" : "float16");
 }
 
-bool device_has_shape(const DeviceCapabilities& caps, DType dtype) {
-  if (!caps.cooperative_matrix) return false;
-  const auto& shapes = dtype == DType::BFloat16 ? caps.coopmat_bf16_shapes : caps.coopmat_f16_shapes;
-  for (const auto& s : shapes)
-    if (s.m == 16 && s.n == 16 && s.k == 16) return true;
-  return false;
-}
-
 // Whether the (real or emulated) kernel exists for `dtype` on `stream`'s device.
 bool available(Stream& stream, DType dtype, bool emulated) {
   if (!half_dtype(dtype) || !find_shader(shader_name(dtype, emulated))) return false;
-  return emulated || device_has_shape(stream.device().caps(), dtype);
+  return emulated || device_has_16x16x16(stream.device().caps(), dtype);
 }
 
 // The shader's layout contract (its header): whole 16 x 16 fragments per subgroup, a
@@ -129,24 +120,15 @@ using Coopmat = ConvTuning::Coopmat;
 Coopmat mode() {
   const Coopmat forced = conv_tuning().coopmat;
   if (forced != Coopmat::Auto) return forced;
-  if (const char* v = std::getenv("TORCH_VK_CONV_COOPMAT")) {
-    if (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0) return Coopmat::Off;
-    if (std::strcmp(v, "emulate") == 0) return Coopmat::Emulate;
+  switch (coopmat_switch("TORCH_VK_CONV_COOPMAT")) {
+    case CoopmatSwitch::Off: return Coopmat::Off;
+    case CoopmatSwitch::Emulate: return Coopmat::Emulate;
+    case CoopmatSwitch::Unset: break;
   }
   return Coopmat::Auto;
 }
 
-// One operand of the check: `elements` values k / 64, |k| <= 64, from a hash of the index.
-std::vector<uint16_t> check_values(int64_t elements, uint32_t salt, DType dtype) {
-  std::vector<uint16_t> x(elements);
-  for (int64_t i = 0; i < elements; ++i) {
-    const uint32_t h = (static_cast<uint32_t>(i) + salt) * 2654435761u;
-    x[i] = bits_of_64ths(static_cast<int>((h >> 16) % 129) - 64, dtype);
-  }
-  return x;
-}
-
-// Synchronizes `stream`. False on a mismatch or any error (the reason in *why).
+// Synchronizes `stream`. False on a mismatch (the reason in *why); throws on errors.
 bool self_check(Stream& stream, DType dtype, std::string* why) {
   // [2, 12, 11, 9] input, [40, 6, 3, 3] weight (2 groups), stride (2, 1), padding 1,
   // dilation (1, 2): a [2, 40, 6, 7] output.
@@ -157,54 +139,43 @@ bool self_check(Stream& stream, DType dtype, std::string* why) {
   s.kernel[0] = 3, s.kernel[1] = 3, s.stride[0] = 2, s.stride[1] = 1;
   s.padding[0] = 1, s.padding[1] = 1, s.dilation[0] = 1, s.dilation[1] = 2;
   const int64_t nx = 2 * 12 * 11 * 9, ny = 2 * 40 * 6 * 7, nw = 40 * 6 * 3 * 3;
-  Allocator& allocator = stream.device().allocator();
-  std::vector<uint64_t> buffers;
-  auto allocate = [&](int64_t elements) {
-    buffers.push_back(allocator.allocate(static_cast<uint64_t>(elements) * 2, stream.id()));
-    return buffers.back();
-  };
-  auto tensor = [&](uint64_t address, int64_t c, int64_t h, int64_t w) {
+  CheckBuffers buffers(stream);
+  auto tensor = [&](const Operand& op, int64_t c, int64_t h, int64_t w) {
     ConvTensor t;
-    t.address = address, t.dtype = dtype;
+    t.address = op.address, t.dtype = dtype;
     t.strides[0] = c * h * w, t.strides[1] = h * w, t.strides[2] = w, t.strides[3] = 1;
     return t;
   };
-  auto download = [&](uint64_t address, int64_t elements) {
+  auto upload = [&](int64_t elements, uint32_t salt) {
+    const Operand op = buffers.operand(elements, dtype);
+    const std::vector<uint16_t> values = values_of_64ths(elements, salt, dtype);
+    stream.copy_from_host(values.data(), op.address, static_cast<uint64_t>(elements) * 2);
+    return op;
+  };
+  auto download = [&](const Operand& op, int64_t elements) {
     std::vector<uint16_t> v(elements);
-    stream.copy_to_host(address, v.data(), static_cast<uint64_t>(elements) * 2);
+    stream.copy_to_host(op.address, v.data(), static_cast<uint64_t>(elements) * 2);
     return v;
   };
-  bool ok = false;
-  try {
-    const uint64_t x = allocate(nx), dy = allocate(ny), w = allocate(nw);
-    const std::vector<uint16_t> hx = check_values(nx, 1, dtype), hdy = check_values(ny, 7, dtype),
-                                hw = check_values(nw, 13, dtype);
-    stream.copy_from_host(hx.data(), x, nx * 2);
-    stream.copy_from_host(hdy.data(), dy, ny * 2);
-    stream.copy_from_host(hw.data(), w, nw * 2);
-    std::vector<uint16_t> out[2][3];
-    for (int run = 0; run < 2; ++run) {
-      ForceScope force(run == 0 ? Forced::Portable : Forced::Coopmat);
-      const uint64_t y = allocate(ny), dx = allocate(nx), dw = allocate(nw);
-      conv_forward(stream, s, tensor(y, 40, 6, 7), tensor(x, 12, 11, 9), Operand{w, dtype}, Operand{});
-      conv_backward_input(stream, s, tensor(dx, 12, 11, 9), tensor(dy, 40, 6, 7), Operand{w, dtype},
-                          Operand{});
-      conv_backward_weight(stream, s, Operand{dw, dtype}, tensor(x, 12, 11, 9), tensor(dy, 40, 6, 7));
-      out[run][0] = download(y, ny);
-      out[run][1] = download(dx, nx);
-      out[run][2] = download(dw, nw);
-    }
-    const char* fail = std::getenv("TORCH_VK_CONV_COOPMAT_SELF_CHECK");
-    if (conv_tuning().coopmat_fail_self_check || (fail && std::strcmp(fail, "fail") == 0))
-      out[1][0][ny / 2] ^= 0x0400;  // flips an exponent bit
-    ok = true;
-    for (int i = 0; i < 3 && ok; ++i) ok = close_16(out[1][i], out[0][i], dtype, 1e-3f);
-    if (!ok) *why = "its result differs from the portable kernel's";
-  } catch (const std::exception& e) {
-    *why = e.what();
-    ok = false;
+  const Operand x = upload(nx, 1), dy = upload(ny, 7), w = upload(nw, 13);
+  std::vector<uint16_t> out[2][3];
+  for (int run = 0; run < 2; ++run) {
+    ForceScope force(run == 0 ? Forced::Portable : Forced::Coopmat);
+    const Operand y = buffers.operand(ny, dtype), dx = buffers.operand(nx, dtype),
+                  dw = buffers.operand(nw, dtype);
+    conv_forward(stream, s, tensor(y, 40, 6, 7), tensor(x, 12, 11, 9), w, Operand{});
+    conv_backward_input(stream, s, tensor(dx, 12, 11, 9), tensor(dy, 40, 6, 7), w, Operand{});
+    conv_backward_weight(stream, s, dw, tensor(x, 12, 11, 9), tensor(dy, 40, 6, 7));
+    out[run][0] = download(y, ny);
+    out[run][1] = download(dx, nx);
+    out[run][2] = download(dw, nw);
   }
-  for (uint64_t buffer : buffers) allocator.free(buffer);
+  if (conv_tuning().coopmat_fail_self_check ||
+      self_check_forced_to_fail("TORCH_VK_CONV_COOPMAT_SELF_CHECK"))
+    out[1][0][ny / 2] ^= 0x0400;  // flips an exponent bit
+  bool ok = true;
+  for (int i = 0; i < 3 && ok; ++i) ok = close_16(out[1][i], out[0][i], dtype, 1e-3f);
+  if (!ok) *why = "its result differs from the portable kernel's";
   return ok;
 }
 

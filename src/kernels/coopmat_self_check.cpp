@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
 
+#include "runtime/allocator.h"
 #include "runtime/device.h"
 #include "runtime/stream.h"
 
@@ -21,7 +24,13 @@ bool CoopmatSelfChecks::passed(Stream& stream, DType dtype,
   }
   if (stream.capturing()) return false;  // the check waits on the host
   std::string why;
-  const bool ok = check(&why);
+  bool ok = false;
+  try {
+    ok = check(&why);
+  } catch (const std::exception& e) {
+    why = e.what();
+    ok = false;
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     states_[key] = ok ? State::Passed : State::Failed;
@@ -48,6 +57,42 @@ void CoopmatSelfChecks::forget(Stream& stream) {
     it = it->first.first == &stream.device() ? states_.erase(it) : std::next(it);
 }
 
+CheckBuffers::~CheckBuffers() {
+  for (uint64_t buffer : buffers_)
+    if (buffer != 0) stream_.device().allocator().free(buffer);
+}
+
+uint64_t CheckBuffers::allocate(uint64_t bytes) {
+  buffers_.push_back(0);  // reserved first: a throwing allocation leaves nothing to free
+  buffers_.back() = stream_.device().allocator().allocate(bytes, stream_.id());
+  return buffers_.back();
+}
+
+Operand CheckBuffers::operand(int64_t elements, DType dtype) {
+  return Operand{allocate(static_cast<uint64_t>(elements) * dtype_size(dtype)), dtype};
+}
+
+CoopmatSwitch coopmat_switch(const char* variable) {
+  const char* v = std::getenv(variable);
+  if (!v) return CoopmatSwitch::Unset;
+  if (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0) return CoopmatSwitch::Off;
+  if (std::strcmp(v, "emulate") == 0) return CoopmatSwitch::Emulate;
+  return CoopmatSwitch::Unset;
+}
+
+bool self_check_forced_to_fail(const char* variable) {
+  const char* v = std::getenv(variable);
+  return v && std::strcmp(v, "fail") == 0;
+}
+
+bool device_has_16x16x16(const DeviceCapabilities& caps, DType dtype) {
+  if (!caps.cooperative_matrix) return false;
+  const auto& shapes = dtype == DType::BFloat16 ? caps.coopmat_bf16_shapes : caps.coopmat_f16_shapes;
+  for (const auto& s : shapes)
+    if (s.m == 16 && s.n == 16 && s.k == 16) return true;
+  return false;
+}
+
 uint16_t bits_of_64ths(int k, DType dtype) {
   const float f = static_cast<float>(k) / 64.0f;
   uint32_t u = 0;
@@ -57,6 +102,15 @@ uint16_t bits_of_64ths(int k, DType dtype) {
   const uint32_t sign = (u >> 16) & 0x8000u;
   const int32_t exponent = static_cast<int32_t>((u >> 23) & 0xff) - 127 + 15;
   return static_cast<uint16_t>(sign | (static_cast<uint32_t>(exponent) << 10) | ((u >> 13) & 0x3ffu));
+}
+
+std::vector<uint16_t> values_of_64ths(int64_t elements, uint32_t salt, DType dtype) {
+  std::vector<uint16_t> x(elements);
+  for (int64_t i = 0; i < elements; ++i) {
+    const uint32_t h = (static_cast<uint32_t>(i) + salt) * 2654435761u;
+    x[i] = bits_of_64ths(static_cast<int>((h >> 16) % 129) - 64, dtype);
+  }
+  return x;
 }
 
 float float_of_bits(uint16_t h, DType dtype) {

@@ -18,6 +18,7 @@
 namespace tvk {
 class Device;
 class Stream;
+struct DeviceCapabilities;
 }  // namespace tvk
 
 namespace tvk::kernels::detail {
@@ -28,9 +29,9 @@ class CoopmatSelfChecks {
   explicit CoopmatSelfChecks(const char* family) : family_(family) {}
 
   // Whether the family may run for `dtype` on `stream`'s device: runs `check` (which
-  // synchronizes the stream; it returns false with the reason in its argument on a mismatch or
-  // an error) at the first call per device and dtype, never while the stream is capturing
-  // (false then, undecided).
+  // synchronizes the stream; it returns false with the reason in its argument on a mismatch, or
+  // throws on an error) at the first call per device and dtype, never while the stream is
+  // capturing (false then, undecided).
   bool passed(Stream& stream, DType dtype, const std::function<bool(std::string*)>& check);
   // "passed", "failed" or "unchecked".
   const char* state(Stream& stream, DType dtype);
@@ -44,9 +45,36 @@ class CoopmatSelfChecks {
   std::map<std::pair<const Device*, DType>, State> states_;
 };
 
+// The device buffers of one check, freed when it ends (stream order keeps a later reuse after
+// the commands that used them).
+class CheckBuffers {
+ public:
+  explicit CheckBuffers(Stream& stream) : stream_(stream) {}
+  ~CheckBuffers();
+  CheckBuffers(const CheckBuffers&) = delete;
+  CheckBuffers& operator=(const CheckBuffers&) = delete;
+  uint64_t allocate(uint64_t bytes);
+  Operand operand(int64_t elements, DType dtype);
+
+ private:
+  Stream& stream_;
+  std::vector<uint64_t> buffers_;
+};
+
+// A family's environment switch (TORCH_VK_<FAMILY>_COOPMAT): "0" / "off", "emulate", or unset
+// (anything else).
+enum class CoopmatSwitch { Unset, Off, Emulate };
+CoopmatSwitch coopmat_switch(const char* variable);
+// Whether `variable` (TORCH_VK_<FAMILY>_COOPMAT_SELF_CHECK) asks the check to fail (tests).
+bool self_check_forced_to_fail(const char* variable);
+// Whether the device lists the 16 x 16 x 16 float16 (bfloat16) x -> float32 subgroup shape.
+bool device_has_16x16x16(const DeviceCapabilities& caps, DType dtype);
+
 // Host helpers of the checks' 16-bit data.
 // The bits of k / 64 (|k| <= 64: exact in float16 and bfloat16) in `dtype`.
 uint16_t bits_of_64ths(int k, DType dtype);
+// `elements` values k / 64 (|k| <= 64, from a hash of the index and `salt`) as `dtype` bits.
+std::vector<uint16_t> values_of_64ths(int64_t elements, uint32_t salt, DType dtype);
 // The value of 16-bit pattern `h` of `dtype` (float16 or bfloat16).
 float float_of_bits(uint16_t h, DType dtype);
 // Whether |x - y| <= tolerance * max(1, |y|) for every element of two buffers of 16-bit

