@@ -110,17 +110,20 @@ void fetch(int lid, int grp, int m0, int j0, int r0) {
   [[unroll]] for (int e = 0; e < A_QUADS; ++e) {
     const int q = lid + e * WG;
     const int m = m0 + q / (BK / 4), r = r0 + (q % (BK / 4)) * 4;
+    int at[4] = {-1, -1, -1, -1};
+    const bool live = q < BM * BK / 4 && m < g_M && r < g_R;
+    if (live) a_offsets4(grp, m, r, at);
     uint w[4];
-    [[unroll]] for (int u = 0; u < 4; ++u)
-      w[u] = q < BM * BK / 4 && m < g_M && r + u < g_R ? bits_at(pc.aux, a_offset(grp, m, r + u)) : 0u;
+    [[unroll]] for (int u = 0; u < 4; ++u) w[u] = live && r + u < g_R ? bits_at(pc.aux, at[u]) : 0u;
     a_next[e] = uvec2(w[0] | (w[1] << 16), w[2] | (w[3] << 16));
   }
   [[unroll]] for (int e = 0; e < B_QUADS; ++e) {
     const int q = lid + e * WG;
     const int r = r0 + q / (BN / 4), j = j0 + (q % (BN / 4)) * 4;
+    int at[4] = {-1, -1, -1, -1};
+    if (q < BK * BN / 4 && r < g_R && j < g_N) b_offsets4(grp, r, j, at);
     uint w[4];
-    [[unroll]] for (int u = 0; u < 4; ++u)
-      w[u] = q < BK * BN / 4 && r < g_R && j + u < g_N ? bits_at(pc.src, b_offset(grp, r, j + u)) : 0u;
+    [[unroll]] for (int u = 0; u < 4; ++u) w[u] = bits_at(pc.src, at[u]);
     b_next[e] = uvec2(w[0] | (w[1] << 16), w[2] | (w[3] << 16));
   }
 }

@@ -47,6 +47,25 @@ int a_offset(int grp, int m, int r) {
   return ((grp * g_COUT_G + co) * g_CG + m) * g_K + k;
 }
 
+// a_offset of A[m][r + u], u = 0 .. 3, for m < M (r + u < R is the caller's to check): the
+// divisions once per run of 4, the general path where the run crosses a sample (weight
+// gradient) or an output channel (input gradient).
+void a_offsets4(int grp, int m, int r, out int at[4]) {
+  if (CONV_MODE == MODE_FORWARD) {
+    const int base = a_offset(grp, m, r);
+    [[unroll]] for (int u = 0; u < 4; ++u) at[u] = base + u;
+  } else if (CONV_MODE == MODE_WEIGHT_GRAD) {
+    const int n = r / g_L, l = r - n * g_L;
+    const int base = (g_n0 + n) * g_ys.x + (grp * g_COUT_G + m) * g_ys.y + l * g_ys.z;
+    [[unroll]] for (int u = 0; u < 4; ++u)
+      at[u] = l + u < g_L ? base + u * g_ys.z : a_offset(grp, m, r + u);
+  } else {
+    const int co = r / g_K, k = r - co * g_K;
+    const int base = ((grp * g_COUT_G + co) * g_CG + m) * g_K + k;
+    [[unroll]] for (int u = 0; u < 4; ++u) at[u] = k + u < g_K ? base + u : a_offset(grp, m, r + u);
+  }
+}
+
 // The offset in pc.src of B[r][j] of group grp (r < R, j < N), -1 where B is 0. Forward: the
 // im2col column of X (j = n * L + output position). Input gradient: dY at the output position
 // that kernel offset k maps onto input position j = n * I + i (none where it falls between
@@ -69,6 +88,55 @@ int b_offset(int grp, int r, int j) {
     return -1;
   const int l = (o.x * g_osz.y + o.y) * g_osz.z + o.z;
   return n * g_ys.x + (grp * g_COUT_G + co) * g_ys.y + l * g_ys.z;
+}
+
+// b_offset of B[r][j + u], u = 0 .. 3, for r < R and j < N (-1 also for j + u >= N). The four
+// columns mostly lie in one row of positions (forward: output positions, input gradient: input
+// positions; weight gradient: kernel offsets of one row of the kernel) and share everything but
+// the width coordinate, so the divisions run once per run of 4; a column in the next row takes
+// the general path.
+void b_offsets4(int grp, int r, int j, out int at[4]) {
+  if (CONV_MODE == MODE_FORWARD) {
+    const int n = j / g_L, l = j - n * g_L;
+    const int c = r / g_K, k = r - c * g_K;
+    const ivec3 o = position(l, g_osz);
+    const ivec3 ip = o * g_st - g_pd + position(k, g_ks) * g_dl;
+    const bool rows = ip.x >= 0 && ip.x < g_isz.x && ip.y >= 0 && ip.y < g_isz.y;
+    const int base = n * g_xsn + (grp * g_CG + c) * g_xs.w + ip.x * g_xs.x + ip.y * g_xs.y;
+    [[unroll]] for (int u = 0; u < 4; ++u) {
+      const int iw = ip.z + u * g_st.z;
+      if (o.z + u < g_osz.z) at[u] = rows && iw >= 0 && iw < g_isz.z ? base + iw * g_xs.z : -1;
+      else at[u] = j + u < g_N ? b_offset(grp, r, j + u) : -1;
+    }
+  } else if (CONV_MODE == MODE_INPUT_GRAD) {
+    const int n = j / g_I, i = j - n * g_I;
+    const int co = r / g_K, k = r - co * g_K;
+    const ivec3 p = position(i, g_isz);
+    const ivec3 t = p + g_pd - position(k, g_ks) * g_dl;
+    const ivec2 o = t.xy / g_st.xy;
+    const bool rows = all(greaterThanEqual(t.xy, ivec2(0))) && all(equal(o * g_st.xy, t.xy)) &&
+                      all(lessThan(o, g_osz.xy));
+    const int base = n * g_ys.x + (grp * g_COUT_G + co) * g_ys.y + (o.x * g_osz.y + o.y) * g_osz.z * g_ys.z;
+    [[unroll]] for (int u = 0; u < 4; ++u) {
+      const int tw = t.z + u, ow = tw / g_st.z;
+      if (p.z + u < g_isz.z)
+        at[u] = rows && tw >= 0 && ow * g_st.z == tw && ow < g_osz.z ? base + ow * g_ys.z : -1;
+      else
+        at[u] = j + u < g_N ? b_offset(grp, r, j + u) : -1;
+    }
+  } else {
+    const int n = r / g_L, l = r - n * g_L;
+    const int c = j / g_K, k = j - c * g_K;
+    const ivec3 kp = position(k, g_ks);
+    const ivec3 ip = position(l, g_osz) * g_st - g_pd + kp * g_dl;
+    const bool rows = ip.x >= 0 && ip.x < g_isz.x && ip.y >= 0 && ip.y < g_isz.y;
+    const int base = (g_n0 + n) * g_xsn + (grp * g_CG + c) * g_xs.w + ip.x * g_xs.x + ip.y * g_xs.y;
+    [[unroll]] for (int u = 0; u < 4; ++u) {
+      const int iw = ip.z + u * g_dl.z;
+      if (kp.z + u < g_ks.z) at[u] = rows && iw >= 0 && iw < g_isz.z ? base + iw * g_xs.z : -1;
+      else at[u] = j + u < g_N ? b_offset(grp, r, j + u) : -1;
+    }
+  }
 }
 
 // Stores C[m][j] (+ bias) of group grp: Y[n][co][l] (forward), dX[n][c][i] (input
