@@ -21,6 +21,7 @@
 // that are not multiples of 16) and a backward one (GQA, causal, a partial key tile), compared
 // with the portable kernels.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -177,8 +178,8 @@ bool quad_rows(const Operand& op, const AttentionStrides& st, int64_t n) {
          st.row % 4 == 0;
 }
 
-const char* g_last_algorithm = "";
-const char* g_last_backward_algorithm = "";
+std::atomic<const char*> g_last_algorithm{""};  // process-wide: backward runs on autograd's threads
+std::atomic<const char*> g_last_backward_algorithm{""};
 
 // The pipeline of `kernel` with tile `t` (spec constants SG, WARPS, BS, VEC).
 VkPipeline pipeline_of(Stream& stream, Kernel kernel, DType dtype, int dmax, bool emulated,
@@ -421,7 +422,7 @@ const char* attention_coopmat_state(Stream& stream, DType dtype) {
 
 void attention_coopmat_forget_self_check(Stream& stream) { detail::self_checks().forget(stream); }
 
-const char* last_attention_algorithm() { return detail::g_last_algorithm; }
-const char* last_attention_backward_algorithm() { return detail::g_last_backward_algorithm; }
+const char* last_attention_algorithm() { return detail::g_last_algorithm.load(); }
+const char* last_attention_backward_algorithm() { return detail::g_last_backward_algorithm.load(); }
 
 }  // namespace tvk::kernels

@@ -103,7 +103,7 @@ ConvTuning& conv_tuning();
 const char* conv_coopmat_state(Stream& stream, DType dtype);
 // Forgets its results on the device (tests).
 void conv_coopmat_forget_self_check(Stream& stream);
-// The kernel of the last convolution primitive recorded on any thread: "direct", "gemm" (1x1
+// The kernel of the last convolution primitive recorded in this process: "direct", "gemm" (1x1
 // as a GEMM), "im2col", "implicit", "coopmat" or "coopmat_emulated".
 const char* last_conv_algorithm();
 

@@ -35,7 +35,7 @@ namespace {
 
 constexpr const char* kWhere = "tvk::kernels::conv (cooperative matrix)";
 
-std::atomic<const char*> g_last_algorithm{""};
+std::atomic<const char*> g_last_algorithm{""};  // process-wide: backward runs on autograd's threads
 
 // What the self-check's conv calls run: the portable implicit GEMM (reference) or the
 // cooperative-matrix kernel without thresholds and without a check of its own.

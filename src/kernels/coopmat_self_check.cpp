@@ -10,6 +10,7 @@
 
 #include "runtime/allocator.h"
 #include "runtime/device.h"
+#include "runtime/error.h"
 #include "runtime/stream.h"
 
 namespace tvk::kernels::detail {
@@ -27,6 +28,10 @@ bool CoopmatSelfChecks::passed(Stream& stream, DType dtype,
   bool ok = false;
   try {
     ok = check(&why);
+  } catch (const OutOfMemoryError&) {
+    // Not the kernel's fault: undecided, checked again at a later use (the portable kernels
+    // run this one).
+    return false;
   } catch (const std::exception& e) {
     why = e.what();
     ok = false;

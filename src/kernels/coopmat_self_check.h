@@ -31,7 +31,8 @@ class CoopmatSelfChecks {
   // Whether the family may run for `dtype` on `stream`'s device: runs `check` (which
   // synchronizes the stream; it returns false with the reason in its argument on a mismatch, or
   // throws on an error) at the first call per device and dtype, never while the stream is
-  // capturing (false then, undecided).
+  // capturing (false then, undecided). A check that runs out of device memory leaves the
+  // state undecided too (false now, checked again at a later use).
   bool passed(Stream& stream, DType dtype, const std::function<bool(std::string*)>& check);
   // "passed", "failed" or "unchecked".
   const char* state(Stream& stream, DType dtype);
