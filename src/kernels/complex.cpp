@@ -168,6 +168,20 @@ int32_t input_flags(const ComplexInput& in, int conj_bit, int real_bit) {
 
 }  // namespace
 
+// Declares operand k of `first` (and of `second`, where given: a row's elements) with scalar
+// strides, its elements (re, im) pairs unless `real` (hazard tracking).
+void add_operand(AccessSet& set, uint64_t address, DType dtype, const Geometry& first,
+                 const Geometry* second, int k, bool real, bool write) {
+  int64_t sizes[2 * kMaxDims + 1], strides[2 * kMaxDims + 1];
+  int n = 0;
+  for (const Geometry* g : {&first, second}) {
+    if (!g) continue;
+    for (int d = 0; d < g->ndim; ++d) sizes[n] = g->sizes[d], strides[n++] = g->strides[k][d];
+  }
+  sizes[n] = real ? 1 : 2, strides[n++] = 1;
+  add_strided(set, address, dtype, n, sizes, strides, write);
+}
+
 void complex_elementwise(Stream& stream, const ComplexElementwise& p) {
   const int32_t opi = static_cast<int32_t>(p.op);
   const char* op_variant = op_name(opi);
@@ -226,7 +240,14 @@ void complex_elementwise(Stream& stream, const ComplexElementwise& p) {
   constexpr uint32_t kWorkgroup = 128;
   VkPipeline pipeline =
       stream.device().pipelines().get(*shader, kWorkgroup, {static_cast<uint32_t>(opi)});
-  stream.dispatch(pipeline, group_count(stream, p.numel, kWorkgroup), 1, 1, &push, sizeof(push));
+  AccessSet accesses;  // host values live in the parameter block: nothing to declare
+  add_operand(accesses, p.out.address, p.out.dtype, g, nullptr, 0, complex_op_real_output(p.op), true);
+  for (int i = 0; i < (binary ? 2 : 1); ++i)
+    if (!inputs[i]->host)
+      add_operand(accesses, inputs[i]->data.address, inputs[i]->data.dtype, g, nullptr, i + 1,
+                  inputs[i]->real, false);
+  stream.dispatch(pipeline, group_count(stream, p.numel, kWorkgroup), 1, 1, &push, sizeof(push),
+                  nullptr, 0, &accesses);
 }
 
 void complex_rows(Stream& stream, const ComplexRows& p) {
@@ -300,12 +321,18 @@ void complex_rows(Stream& stream, const ComplexRows& p) {
           : 0;
   push.carry_addr = carries;
   push.count = static_cast<int32_t>(count);
+  AccessSet accesses;  // out: one value per row (Prod) or the row's (CumProd)
+  add_operand(accesses, p.out.address, p.out.dtype, p.rows, scan ? &p.along : nullptr, 0, false, true);
+  if (p.row_length > 0)
+    add_operand(accesses, p.in.data.address, p.in.data.dtype, p.rows, &p.along, 1, p.in.real, false);
+  // The carries between the dispatches (read and written by each: a write range covers both).
+  if (carries) add_dense(accesses, carries, f64 ? DType::Float64 : DType::Float32, 2 * p.num_rows, true);
   try {
     // An empty row still runs one dispatch: prod writes its identity.
     int64_t start = 0;
     do {
       push.start = static_cast<int32_t>(start);
-      stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+      stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push), nullptr, 0, &accesses);
       start += count;
     } while (start < p.row_length);
   } catch (...) {

@@ -146,7 +146,16 @@ void record(Stream& stream, const Fft& p, bool pointwise) {
   VkPipeline pipeline = stream.device().pipelines().get(*shader, wg, {});
   const uint32_t groups = strategy == S::Stockham ? group_count(stream, p.batch, 1)
                                                   : group_count(stream, items, wg);
-  stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+  // Scalar strides; complex values are (re, im) pairs at offsets 0 and 1.
+  AccessSet accesses;
+  const int64_t in_sizes[4] = {outer, inner, in_reach, pair_in ? 2 : 1};
+  const int64_t in_strides[4] = {p.in_outer_stride, p.in_batch_stride, p.in_stride, 1};
+  add_strided(accesses, p.in.address, scalar, 4, in_sizes, in_strides, false);
+  const int64_t out_sizes[4] = {outer, inner, p.out_count, p.store_real ? 1 : 2};
+  const int64_t out_strides[4] = {p.out_outer_stride, p.out_batch_stride, p.out_stride, 1};
+  add_strided(accesses, p.out.address, scalar, 4, out_sizes, out_strides, true);
+  if (has_table) add_dense(accesses, p.twiddles.address, scalar, 2 * p.n, false);
+  stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push), nullptr, 0, &accesses);
 }
 
 }  // namespace

@@ -152,7 +152,21 @@ void grid_sample(Stream& stream, const GridSample& p) {
     invalid(kWhere, std::to_string(p.channels) +
                         " channels exceed the device's loop-iteration limit (max_loop_iterations)");
   VkPipeline pipeline = stream.device().pipelines().get(*shader, kWorkgroup, spec);
-  stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+  AccessSet accesses;
+  const int64_t in_strides[5] = {p.in_strides[0], p.in_strides[1], p.in_strides[2], p.in_strides[3],
+                                 p.in_strides[4]};
+  add_strided(accesses, p.input.address, p.input.dtype, 5, in_dims, in_strides, false);
+  add_dense(accesses, p.grid.address, p.grid.dtype, points * p.dims, false);
+  if (p.backward) {
+    add_dense(accesses, p.grad_output.address, p.grad_output.dtype, points * p.channels, false);
+    if (want_input)  // accumulated into (read and written)
+      add_dense(accesses, p.grad_input.address, p.grad_input.dtype,
+                p.batch * p.channels * p.in_size[0] * p.in_size[1] * p.in_size[2], true);
+    if (want_grid) add_dense(accesses, p.grad_grid.address, p.grad_grid.dtype, points * p.dims, true);
+  } else {
+    add_dense(accesses, p.output.address, p.output.dtype, points * p.channels, true);
+  }
+  stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push), nullptr, 0, &accesses);
 }
 
 }  // namespace tvk::kernels

@@ -281,7 +281,12 @@ void incomplete_gamma(Stream& stream, const IncompleteGamma& p) {
   // one pipeline per (op, kind) keeps lavapipe's slow build of this shader to four pipelines.
   const std::vector<uint32_t> spec = {UINT32_MAX, UINT32_MAX, UINT32_MAX};
   VkPipeline pipeline = stream.device().pipelines().get(*shader, kWorkgroup, spec);
-  stream.dispatch(pipeline, group_count(stream, p.numel, kWorkgroup), 1, 1, &push, sizeof(push));
+  AccessSet accesses;
+  add_dims(accesses, p.out.address, p.out.dtype, d, 0, true);
+  add_dims(accesses, p.a.address, p.a.dtype, d, 1, false);
+  add_dims(accesses, p.x.address, p.x.dtype, d, 2, false);
+  stream.dispatch(pipeline, group_count(stream, p.numel, kWorkgroup), 1, 1, &push, sizeof(push),
+                  nullptr, 0, &accesses);
 }
 
 }  // namespace tvk::kernels

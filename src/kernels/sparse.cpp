@@ -86,7 +86,13 @@ void spmm(Stream& stream, const Spmm& p) {
     spec = {UINT32_MAX, UINT32_MAX, UINT32_MAX};
   VkPipeline pipeline = stream.device().pipelines().get(*shader, kWorkgroup, spec);
   const uint32_t groups = group_count(stream, out_numel, kWorkgroup);
-  stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push));
+  AccessSet accesses;  // absent operands (address 0 in the push) add nothing
+  add_dense(accesses, p.row_ptr.address, DType::Int64, p.rows + 1, false);
+  add_dense(accesses, push.cols_addr, DType::Int64, p.nnz, false);
+  add_dense(accesses, push.values_addr, val_dtype, p.nnz, false);
+  add_dense(accesses, push.dense_addr, dense_dtype, dense_numel, false);
+  add_dense(accesses, p.out.address, p.out.dtype, out_numel, true);
+  stream.dispatch(pipeline, groups, 1, 1, &push, sizeof(push), nullptr, 0, &accesses);
 }
 
 }  // namespace tvk::kernels
