@@ -15,11 +15,9 @@
 // both must round to the same 16-bit values).
 #include "kernels/conv_coopmat.h"
 
-#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -65,10 +63,11 @@ std::string shader_name(DType dtype, bool emulated) {
          (dtype == DType::BFloat16 ? "bfloat16" : "float16");
 }
 
-// Whether the (real or emulated) kernel exists for `dtype` on `stream`'s device.
-bool available(Stream& stream, DType dtype, bool emulated) {
-  if (!half_dtype(dtype) || !find_shader(shader_name(dtype, emulated))) return false;
-  return emulated || device_has_16x16x16(stream.device().caps(), dtype);
+// The (real or emulated) kernel for `dtype` if `stream`'s device can run it, else null.
+const ShaderBinary* available(Stream& stream, DType dtype, bool emulated) {
+  if (!half_dtype(dtype)) return nullptr;
+  if (!emulated && !device_has_16x16x16(stream.device().caps(), dtype)) return nullptr;
+  return find_shader(shader_name(dtype, emulated));
 }
 
 // The shader's layout contract (its header): whole 16 x 16 fragments per subgroup, a
@@ -97,15 +96,17 @@ bool env_tile(ConvCoopmatPlan* t) {
   return true;
 }
 
-// The tile for m rows: tuning, then the environment, then the defaults; the real kernel always
-// takes the device's subgroup size.
-ConvCoopmatPlan choose_tile(const DeviceCapabilities& caps, int64_t m, bool emulated) {
+// The tile for m rows: tuning, then the environment, then the defaults (*chosen: whether
+// tuning or the environment gave it); the real kernel always takes the device's subgroup size.
+ConvCoopmatPlan choose_tile(const DeviceCapabilities& caps, int64_t m, bool emulated, bool* chosen) {
   ConvCoopmatPlan t;
   const ConvTuning::CoopmatTile& forced = conv_tuning().coopmat_tile;
+  *chosen = true;
   if (forced.bm) {
     t.bm = forced.bm, t.bn = forced.bn, t.bk = forced.bk;
     t.warps_m = forced.warps_m, t.warps_n = forced.warps_n, t.sg = forced.sg;
   } else if (!env_tile(&t)) {
+    *chosen = false;
     const bool large = !emulated && m >= 128;
     t.bm = large ? 128 : 64, t.bn = large ? 128 : 64, t.bk = 32;
     t.warps_m = 2, t.warps_n = large ? 4 : 2, t.sg = 32;
@@ -187,18 +188,19 @@ bool conv_coopmat_plan(Stream& stream, DType dtype, int64_t m, int64_t n, int64_
   const Coopmat md = mode();
   if (md == Coopmat::Off) return false;
   const bool emulated = md == Coopmat::Emulate;
-  if (!available(stream, dtype, emulated)) return false;
+  const ShaderBinary* shader = available(stream, dtype, emulated);
+  if (!shader) return false;
   const DeviceCapabilities& caps = stream.device().caps();
-  ConvCoopmatPlan t = choose_tile(caps, m, emulated);
+  bool chosen = false;
+  ConvCoopmatPlan t = choose_tile(caps, m, emulated, &chosen);
   if (!tile_valid(t)) {
-    if (emulated || conv_tuning().coopmat_tile.bm || std::getenv("TORCH_VK_CONV_COOPMAT_TILE"))
-      invalid(kWhere, "invalid cooperative-matrix convolution tile");
+    if (emulated || chosen) invalid(kWhere, "invalid cooperative-matrix convolution tile");
     return false;
   }
   if (t.workgroup() > caps.max_workgroup_invocations || t.workgroup() > caps.max_workgroup_size[0] ||
       shared_bytes(t) > caps.max_shared_memory_size)
     return false;
-  t.shader = find_shader(shader_name(dtype, emulated));
+  t.shader = shader;
   if (t_forced == Forced::None) {
     // The real kernel where its tiles fill up (as the cooperative-matrix GEMM's threshold; not
     // yet measured on hardware for convolutions), after the self-check.
